@@ -1,0 +1,35 @@
+# The two commands: `make demo` and `make test`. Everything else is set-up they pull in.
+VENV      := .venv
+PY        := $(VENV)/bin/python
+UV        := $(VENV)/bin/uv
+STAMP     := $(VENV)/.installed
+PYTHON    ?= python3
+
+.PHONY: install demo test lint typecheck unit clean
+
+$(STAMP): pyproject.toml requirements/overrides.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check uv==0.13.8
+	$(UV) pip install --python $(PY) -e '.[flink,kafka,dev]' --override requirements/overrides.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(PY) scripts/demo.py
+
+test: install
+	bash scripts/test.sh
+
+lint: install
+	$(VENV)/bin/ruff check mixed_iceberg tests bench scripts jobs
+	$(VENV)/bin/ruff format --check mixed_iceberg tests bench scripts jobs
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+unit: install
+	$(PY) -m pytest tests/unit tests/property -q
+
+clean:
+	rm -rf $(VENV) .warehouse .services

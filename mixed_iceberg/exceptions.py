@@ -1,0 +1,90 @@
+"""Every error mixed-iceberg raises, under one root.
+
+::
+
+    MixedIcebergError
+    ├── ConfigError                 catalogs.yaml / keyword overrides are wrong
+    ├── PropertyError               a table property is unknown or has a bad value
+    ├── TableExistsError            create_table on an existing identifier
+    ├── NoSuchTableError            load/drop of a missing identifier
+    ├── NotKeyedTableError          a keyed-table operation on an unkeyed or plain Iceberg table
+    ├── InvalidChangeError          a change batch is malformed
+    │   ├── InvalidChangeActionError    ``_change_action`` holds something other than +I -U +U -D
+    │   ├── MissingKeyError             a primary-key column is absent or null
+    │   └── SchemaMismatchError         columns or types differ from the table schema
+    ├── CorruptTableError           table metadata breaks a Mixed-Iceberg rule
+    └── CommitError                 a commit did not land
+        └── CommitConflictError     retryable: another commit got there first
+
+Messages name the table and say what was expected and what was found.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CommitConflictError",
+    "CommitError",
+    "ConfigError",
+    "CorruptTableError",
+    "InvalidChangeActionError",
+    "InvalidChangeError",
+    "MissingKeyError",
+    "MixedIcebergError",
+    "NoSuchTableError",
+    "NotKeyedTableError",
+    "PropertyError",
+    "SchemaMismatchError",
+    "TableExistsError",
+]
+
+
+class MixedIcebergError(Exception):
+    """Root of every error raised by mixed-iceberg."""
+
+
+class ConfigError(MixedIcebergError):
+    """Catalog configuration (YAML, environment, keyword overrides) is missing or invalid."""
+
+
+class PropertyError(MixedIcebergError):
+    """A table property is unknown or its value does not parse."""
+
+
+class TableExistsError(MixedIcebergError):
+    """A table with that identifier already exists."""
+
+
+class NoSuchTableError(MixedIcebergError):
+    """No table with that identifier exists."""
+
+
+class NotKeyedTableError(MixedIcebergError):
+    """The operation needs a keyed Mixed-Iceberg table (one with a primary key)."""
+
+
+class InvalidChangeError(MixedIcebergError):
+    """A batch of change rows cannot be written; nothing of it was written."""
+
+
+class InvalidChangeActionError(InvalidChangeError):
+    """``_change_action`` holds a value other than +I, -U, +U, -D."""
+
+
+class MissingKeyError(InvalidChangeError):
+    """A primary-key column is missing from the batch or holds nulls."""
+
+
+class SchemaMismatchError(InvalidChangeError):
+    """The batch's columns or types do not match the table schema."""
+
+
+class CorruptTableError(MixedIcebergError):
+    """Stored metadata breaks a Mixed-Iceberg rule (for example a ChangeStore that is missing)."""
+
+
+class CommitError(MixedIcebergError):
+    """A commit did not land; the table is as it was before."""
+
+
+class CommitConflictError(CommitError):
+    """Another commit changed the table first; retrying may succeed."""

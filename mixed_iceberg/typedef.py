@@ -1,0 +1,113 @@
+"""Enums and small value types shared by every layer.
+
+Kinds are enums, never strings or magic numbers; absent values are ``None``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+__all__ = [
+    "ChangeAction",
+    "CommitId",
+    "DataFileType",
+    "TableFormat",
+    "TableStore",
+]
+
+
+class ChangeAction(enum.Enum):
+    """The kind of one change row, with Amoro's byte ids (``ChangeAction.java``)."""
+
+    INSERT = "+I"
+    UPDATE_BEFORE = "-U"
+    UPDATE_AFTER = "+U"
+    DELETE = "-D"
+
+    @property
+    def byte_id(self) -> int:
+        """Amoro's wire id: INSERT=0, UPDATE_BEFORE=1, UPDATE_AFTER=2, DELETE=3."""
+        return _ACTION_BYTE[self]
+
+    @property
+    def is_delete(self) -> bool:
+        """-U and -D rows go to ``ED`` files; +I and +U rows to ``I`` files."""
+        return self in (ChangeAction.UPDATE_BEFORE, ChangeAction.DELETE)
+
+    @classmethod
+    def from_byte(cls, value: int) -> ChangeAction:
+        """The action for an Amoro byte id."""
+        for action, byte in _ACTION_BYTE.items():
+            if byte == value:
+                return action
+        raise ValueError(f"change action byte must be 0..3, found {value}")
+
+
+_ACTION_BYTE = {
+    ChangeAction.INSERT: 0,
+    ChangeAction.UPDATE_BEFORE: 1,
+    ChangeAction.UPDATE_AFTER: 2,
+    ChangeAction.DELETE: 3,
+}
+
+
+class DataFileType(enum.Enum):
+    """File types of a Mixed-Iceberg table, as encoded in file names (``DataFileType.java``)."""
+
+    BASE_FILE = (0, "B")
+    INSERT_FILE = (1, "I")
+    EQ_DELETE_FILE = (2, "ED")
+    POS_DELETE_FILE = (3, "PD")
+    ICEBERG_EQ_DELETE_FILE = (4, "IED")
+    LOG_FILE = (5, "L")
+
+    @property
+    def id(self) -> int:
+        return self.value[0]
+
+    @property
+    def short_name(self) -> str:
+        return self.value[1]
+
+    @classmethod
+    def from_short_name(cls, short: str) -> DataFileType:
+        for member in cls:
+            if member.short_name == short:
+                return member
+        raise ValueError(f"unknown data file type {short!r}; expected one of B, I, ED, PD, IED, L")
+
+
+class TableFormat(enum.Enum):
+    """What a catalog entry is: a Mixed-Iceberg table or a plain Iceberg table."""
+
+    MIXED_ICEBERG = "MIXED_ICEBERG"
+    ICEBERG = "ICEBERG"
+
+
+class TableStore(enum.Enum):
+    """Which store of a Mixed-Iceberg table an Iceberg table is (``mixed-format.table-store``)."""
+
+    BASE = "base"
+    CHANGE = "change"
+
+
+@dataclass(frozen=True, slots=True)
+class CommitId:
+    """Idempotency id of a commit: a writer id and a sequence that grows per writer.
+
+    A commit whose sequence is at or below the last one recorded for the same writer
+    is a no-op (a Flink checkpoint id is a natural sequence).
+    """
+
+    writer: str
+    sequence: int
+
+    def __post_init__(self) -> None:
+        if not self.writer or ":" in self.writer:
+            raise ValueError(f"commit writer id must be non-empty without ':', found {self.writer!r}")
+        if self.sequence < 0:
+            raise ValueError(f"commit sequence must be >= 0, found {self.sequence}")
+
+    def __str__(self) -> str:
+        return f"{self.writer}:{self.sequence}"
