@@ -1,0 +1,149 @@
+"""Catalog configuration: ``conf/catalogs.yaml`` in Amoro's shape, with env-var interpolation.
+
+A catalog entry has a ``name``, a ``type`` (``sql`` or ``rest``), a ``storage`` block
+(``local`` or ``s3``) and catalog ``properties``. Values may reference ``${VAR}`` or
+``${VAR:-default}``. Relative paths resolve against ``MIXED_ICEBERG_HOME`` (default: the
+folder holding the ``conf/`` folder of the YAML file).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mixed_iceberg.exceptions import ConfigError
+
+__all__ = ["CatalogConfig", "StorageConfig", "default_config_path", "load_catalog_config"]
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+class StorageConfig(BaseModel):
+    """Where table files live."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    type: Literal["local", "s3"] = "local"
+    endpoint: str | None = None
+    access_key_id: str | None = Field(default=None, alias="access-key-id")
+    secret_access_key: str | None = Field(default=None, alias="secret-access-key")
+    region: str | None = None
+
+    def file_io_properties(self) -> dict[str, str]:
+        """pyiceberg FileIO properties for this storage."""
+        if self.type == "local":
+            return {}
+        props = {
+            "s3.endpoint": self.endpoint,
+            "s3.access-key-id": self.access_key_id,
+            "s3.secret-access-key": self.secret_access_key,
+            "s3.region": self.region,
+            "s3.force-virtual-addressing": "false",
+        }
+        return {key: value for key, value in props.items() if value}
+
+
+class CatalogConfig(BaseModel):
+    """One catalog entry of ``catalogs.yaml``, after interpolation."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    type: Literal["sql", "rest"] = "sql"
+    storage: StorageConfig = StorageConfig()
+    properties: dict[str, str] = {}
+
+    @property
+    def separator(self) -> str:
+        """Separator of the ChangeStore name (``<table><sep>change<sep>``)."""
+        return self.properties.get("mixed-format.table-store.separator", "_")
+
+    def iceberg_properties(self) -> dict[str, str]:
+        """Properties handed to the pyiceberg catalog (ours stripped, storage added)."""
+        props = {k: v for k, v in self.properties.items() if not k.startswith("mixed-format.")}
+        props.update(self.storage.file_io_properties())
+        return props
+
+
+def default_config_path() -> Path:
+    """``$MIXED_ICEBERG_CATALOGS``, else ``./conf/catalogs.yaml``, else the project's own."""
+    env = os.environ.get("MIXED_ICEBERG_CATALOGS")
+    if env:
+        return Path(env)
+    local = Path.cwd() / "conf" / "catalogs.yaml"
+    return local if local.exists() else _PROJECT_ROOT / "conf" / "catalogs.yaml"
+
+
+def _interpolate(value: Any, where: str) -> Any:
+    if isinstance(value, dict):
+        return {k: _interpolate(v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interpolate(v, where) for v in value]
+    if not isinstance(value, str):
+        return value if value is None else str(value)
+
+    def replace(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        found = os.environ.get(name)
+        if found is not None:
+            return found
+        if default is not None:
+            return default
+        raise ConfigError(f"{where}: environment variable {name} is not set and ${{{name}}} has no default")
+
+    return _ENV_REF.sub(replace, value)
+
+
+def _resolve_paths(props: dict[str, str], home: Path) -> dict[str, str]:
+    resolved = dict(props)
+    uri = resolved.get("uri", "")
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        db = home / uri.removeprefix("sqlite:///")
+        db.parent.mkdir(parents=True, exist_ok=True)
+        resolved["uri"] = f"sqlite:///{db}"
+    warehouse = resolved.get("warehouse")
+    if warehouse and "://" not in warehouse:
+        path = Path(warehouse) if Path(warehouse).is_absolute() else home / warehouse
+        path.mkdir(parents=True, exist_ok=True)
+        resolved["warehouse"] = path.resolve().as_uri()
+    return resolved
+
+
+def load_catalog_config(name: str, path: Path | None = None, overrides: Mapping[str, str] | None = None) -> CatalogConfig:
+    """The named catalog's configuration, with keyword ``overrides`` applied to its properties.
+
+    Raises:
+        ConfigError: the file is missing or malformed, or has no catalog of that name.
+    """
+    path = path or default_config_path()
+    try:
+        document = yaml.safe_load(path.read_text())
+    except FileNotFoundError as exc:
+        raise ConfigError(f"catalog config {path} does not exist; expected a YAML file with a 'catalogs' list") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"catalog config {path} is not valid YAML: {exc}") from exc
+    entries = document.get("catalogs") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise ConfigError(f"catalog config {path}: expected a top-level 'catalogs' list, found {type(entries).__name__}")
+    names = [entry.get("name") for entry in entries if isinstance(entry, dict)]
+    matches = [entry for entry in entries if isinstance(entry, dict) and entry.get("name") == name]
+    if not matches:
+        raise ConfigError(f"catalog config {path}: no catalog named {name!r}; found {names}")
+    raw = _interpolate(matches[0], f"{path}:{name}")
+    if overrides:
+        raw["properties"] = {**(raw.get("properties") or {}), **{k: str(v) for k, v in overrides.items()}}
+    try:
+        config = CatalogConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(f"catalog config {path}: catalog {name!r} is invalid: {exc}") from exc
+    home = Path(os.environ.get("MIXED_ICEBERG_HOME") or path.resolve().parent.parent)
+    if config.type == "sql" and not {"uri", "warehouse"} <= config.properties.keys():
+        raise ConfigError(f"catalog {name!r}: a sql catalog needs properties 'uri' and 'warehouse'; found {sorted(config.properties)}")
+    return config.model_copy(update={"properties": _resolve_paths(config.properties, home)})

@@ -1,0 +1,164 @@
+"""``MixedCatalog``: create, load, list and drop Mixed-Iceberg and plain Iceberg tables.
+
+A keyed table is created as two Iceberg tables, ``db.t`` (BaseStore) and ``db.t_change_``
+(ChangeStore), with the same schema and partition spec, linked by Amoro's properties.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+import pyarrow as pa
+from pyiceberg import exceptions as ice
+from pyiceberg.catalog import Catalog
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+
+from mixed_iceberg.catalog.markers import (
+    CHANGE_IDENTIFIER,
+    TABLE_STORE,
+    change_store_name,
+    primary_key_of,
+    store_properties,
+    table_format_of,
+)
+from mixed_iceberg.catalog.partitioning import partition_spec
+from mixed_iceberg.exceptions import ConfigError, CorruptTableError, NoSuchTableError, TableExistsError
+from mixed_iceberg.options import validate_properties
+from mixed_iceberg.schema import keyed_iceberg_schema
+from mixed_iceberg.table import MixedTable
+from mixed_iceberg.typedef import TableFormat, TableStore
+
+__all__ = ["MixedCatalog"]
+
+log = logging.getLogger(__name__)
+
+
+def _split(identifier: str) -> tuple[str, str]:
+    parts = identifier.split(".")
+    if len(parts) < 2 or not all(parts):
+        raise NoSuchTableError(f"table identifier must be 'namespace.table', found {identifier!r}")
+    return ".".join(parts[:-1]), parts[-1]
+
+
+class MixedCatalog:
+    """A pyiceberg catalog that understands Mixed-Iceberg tables."""
+
+    def __init__(self, name: str, iceberg: Catalog, separator: str = "_") -> None:
+        self.name = name
+        self.iceberg = iceberg
+        self.separator = separator
+
+    def __repr__(self) -> str:
+        return f"MixedCatalog({self.name!r}, {type(self.iceberg).__name__})"
+
+    def change_identifier(self, identifier: str) -> str:
+        namespace, table = _split(identifier)
+        return f"{namespace}.{change_store_name(table, self.separator)}"
+
+    def create_table(
+        self,
+        identifier: str,
+        schema: pa.Schema | Schema,
+        primary_key: Sequence[str] | None = None,
+        partition_by: Sequence[str] | PartitionSpec | None = None,
+        properties: Mapping[str, str] | None = None,
+        *,
+        table_format: TableFormat = TableFormat.MIXED_ICEBERG,
+    ) -> MixedTable:
+        """Create a table: keyed when ``primary_key`` is given, else unkeyed (or plain Iceberg).
+
+        Raises:
+            TableExistsError: the table (or its ChangeStore name) is taken.
+            PropertyError: a property is unknown or malformed.
+            MissingKeyError: a key column is not in the schema.
+        """
+        namespace, _ = _split(identifier)
+        user = dict(properties or {})
+        validate_properties(user, identifier)
+        keys = list(primary_key or [])
+        if keys and table_format != TableFormat.MIXED_ICEBERG:
+            raise ConfigError(f"{identifier}: a primary key needs table_format MIXED_ICEBERG, found {table_format.value}")
+        iceberg_schema = keyed_iceberg_schema(schema, keys)
+        spec = partition_spec(partition_by, iceberg_schema)
+        if self.iceberg.table_exists(identifier):
+            raise TableExistsError(f"table {identifier} already exists")
+        self.iceberg.create_namespace_if_not_exists(namespace)
+        if table_format == TableFormat.ICEBERG:
+            base = self._create(identifier, iceberg_schema, spec, {"format-version": "2", **user})
+            return MixedTable(identifier, TableFormat.ICEBERG, base, None, ())
+        if not keys:
+            base = self._create(identifier, iceberg_schema, spec, store_properties(user, TableStore.BASE, None, None))
+            return MixedTable(identifier, TableFormat.MIXED_ICEBERG, base, None, ())
+        change_id = self.change_identifier(identifier)
+        if self.iceberg.table_exists(change_id):
+            raise TableExistsError(f"table {identifier}: its ChangeStore name {change_id} is already taken")
+        base = self._create(identifier, iceberg_schema, spec, store_properties(user, TableStore.BASE, keys, change_id))
+        try:
+            change = self._create(change_id, base.schema(), base.spec(), store_properties(user, TableStore.CHANGE, keys, None))
+        except BaseException:
+            self.iceberg.drop_table(identifier)  # no half-created keyed table is ever left behind
+            raise
+        log.info("created keyed table %s (ChangeStore %s, key %s)", identifier, change_id, keys)
+        return MixedTable(identifier, TableFormat.MIXED_ICEBERG, base, change, keys)
+
+    def _create(self, identifier: str, schema: Schema, spec: PartitionSpec, properties: dict[str, str]) -> Table:
+        try:
+            return self.iceberg.create_table(identifier, schema=schema, partition_spec=spec, properties=properties)
+        except ice.TableAlreadyExistsError as exc:
+            raise TableExistsError(f"table {identifier} already exists") from exc
+
+    def load_table(self, identifier: str) -> MixedTable:
+        """Load a keyed, unkeyed or plain Iceberg table.
+
+        Raises:
+            NoSuchTableError: nothing by that name.
+            CorruptTableError: a keyed table whose ChangeStore is missing.
+        """
+        _split(identifier)
+        try:
+            base = self.iceberg.load_table(identifier)
+        except ice.NoSuchTableError as exc:
+            raise NoSuchTableError(f"table {identifier} does not exist in catalog {self.name}") from exc
+        props = base.properties
+        if table_format_of(props) != TableFormat.MIXED_ICEBERG:
+            return MixedTable(identifier, TableFormat.ICEBERG, base, None, ())
+        if props.get(TABLE_STORE) == TableStore.CHANGE.value:
+            raise NoSuchTableError(f"{identifier} is a ChangeStore; load its table instead")
+        keys = primary_key_of(props)
+        if not keys:
+            return MixedTable(identifier, TableFormat.MIXED_ICEBERG, base, None, ())
+        change_id = props.get(CHANGE_IDENTIFIER) or self.change_identifier(identifier)
+        try:
+            change = self.iceberg.load_table(change_id)
+        except ice.NoSuchTableError as exc:
+            raise CorruptTableError(f"keyed table {identifier}: expected its ChangeStore {change_id}, found none") from exc
+        return MixedTable(identifier, TableFormat.MIXED_ICEBERG, base, change, keys)
+
+    def table_exists(self, identifier: str) -> bool:
+        return bool(self.iceberg.table_exists(identifier))
+
+    def list_tables(self, namespace: str) -> list[str]:
+        """Tables of ``namespace``, ChangeStores folded into their tables."""
+        try:
+            names = sorted(".".join(ident) for ident in self.iceberg.list_tables(namespace))
+        except ice.NoSuchNamespaceError:
+            return []
+        present = set(names)
+        suffix = f"{self.separator}change{self.separator}"
+        return [n for n in names if not (n.endswith(suffix) and n.removesuffix(suffix) in present)]
+
+    def drop_table(self, identifier: str, *, purge: bool = False) -> None:
+        """Drop a table (both stores of a keyed one); ``purge`` also deletes its files.
+
+        Raises:
+            NoSuchTableError: nothing by that name.
+        """
+        table = self.load_table(identifier)
+        drop = self.iceberg.purge_table if purge else self.iceberg.drop_table
+        if table.change_store is not None:
+            drop(".".join(table.change_store.name()))
+        drop(identifier)
+        log.info("dropped table %s (purge=%s)", identifier, purge)

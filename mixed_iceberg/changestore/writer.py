@@ -1,0 +1,81 @@
+"""Write validated change rows as Amoro ``I`` and ``ED`` files, one per partition and tree node.
+
+Rows arrive with their ``_file_offset`` already assigned; here they are routed to insert or
+delete files (a row may go to both under upsert), split by partition and by the tree node of
+their key's Java hash, and written in parallel.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+from pyiceberg.manifest import DataFile
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+
+from mixed_iceberg.format import DataTreeNode, format_file_name
+from mixed_iceberg.schema import FILE_OFFSET_FIELD, change_file_schema
+from mixed_iceberg.store.layout import split_rows
+from mixed_iceberg.store.writing import write_groups
+from mixed_iceberg.typedef import DataFileType
+
+__all__ = ["WriterIdentity", "write_change_files"]
+
+
+def _operation_id() -> str:
+    return str(random.getrandbits(63))
+
+
+@dataclass(slots=True)
+class WriterIdentity:
+    """Who writes: engine subtask (``partitionId``), attempt (``taskId``) and a random operation id."""
+
+    partition_id: int = 0
+    task_id: int = 0
+    operation_id: str = field(default_factory=_operation_id)
+    counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def file_name(self, node: DataTreeNode, file_type: DataFileType, transaction_id: int) -> str:
+        """The next file name of this writer (Amoro's ``FileNameRules``)."""
+        return format_file_name(
+            node=node,
+            file_type=file_type,
+            transaction_id=transaction_id,
+            partition_id=self.partition_id,
+            task_id=self.task_id,
+            operation_id=self.operation_id,
+            count=next(self.counter),
+        )
+
+
+def write_change_files(
+    store: Table,
+    rows: pa.Table,
+    insert_mask: npt.NDArray[np.bool_],
+    delete_mask: npt.NDArray[np.bool_],
+    primary_key: Sequence[str],
+    buckets: int,
+    writer: WriterIdentity,
+    transaction_id: int = 0,
+) -> list[DataFile]:
+    """Write ``rows`` (table columns + ``_file_offset``) into ``I``/``ED`` files of ``store``.
+
+    ``transaction_id`` 0 makes readers use the file's data sequence number, as Amoro's Flink
+    writer does: the transaction id is then the ChangeStore commit that adds the file.
+    """
+    schema = store.schema()
+    file_schema = Schema(*schema.fields, FILE_OFFSET_FIELD, schema_id=schema.schema_id)
+    rows = pa.Table.from_arrays(rows.columns, schema=change_file_schema(schema))
+    files: list[DataFile] = []
+    for mask, file_type in ((insert_mask, DataFileType.INSERT_FILE), (delete_mask, DataFileType.EQ_DELETE_FILE)):
+        if not mask.any():
+            continue
+        groups = split_rows(store, rows.filter(pa.array(mask)), primary_key, buckets)
+        files += write_groups(store, groups, file_schema, lambda g, t=file_type: writer.file_name(g.node, t, transaction_id))
+    return files

@@ -1,0 +1,252 @@
+"""Typed table options: every property key declared once, parsed once, at the edge.
+
+Keys and defaults follow Amoro's ``TableProperties`` (see ``shared/research/amoro.md``).
+Inner code never reads a property string: it gets a frozen :class:`TableOptions`.
+``python -m mixed_iceberg.options`` prints the Markdown table of every option.
+
+Unknown keys in our namespaces (``self-optimizing.``, ``log-store.``, ``base.``, ...) are
+rejected with the closest known key; keys in Iceberg's own namespaces pass through.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from mixed_iceberg.exceptions import PropertyError
+
+__all__ = [
+    "OPTIONS",
+    "Option",
+    "TableOptions",
+    "options_markdown",
+    "validate_properties",
+]
+
+T = TypeVar("T")
+
+
+def _bool(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise ValueError("expected true or false")
+
+
+def _int(raw: str) -> int:
+    return int(raw.strip())
+
+
+def _float(raw: str) -> float:
+    return float(raw.strip())
+
+
+def _str(raw: str) -> str:
+    return raw
+
+
+def _format(raw: str) -> str:
+    if raw.strip().lower() != "parquet":
+        raise ValueError("expected parquet (the only file format written)")
+    return "parquet"
+
+
+@dataclass(frozen=True, slots=True)
+class Option(Generic[T]):
+    """One table property: its key, parser, default and meaning."""
+
+    key: str
+    parse: Callable[[str], T]
+    default: T
+    doc: str
+    check: Callable[[T], bool] | None = None
+    expectation: str = ""
+
+    def read(self, properties: Mapping[str, str], table: str = "") -> T:
+        """The typed value of this option in ``properties`` (the default when absent).
+
+        Raises:
+            PropertyError: the value does not parse or breaks the option's rule.
+        """
+        raw = properties.get(self.key)
+        if raw is None:
+            return self.default
+        try:
+            value = self.parse(raw)
+        except ValueError as exc:
+            raise PropertyError(f"{_where(table)}property {self.key!r}: {exc}; found {raw!r}") from exc
+        if self.check is not None and not self.check(value):
+            raise PropertyError(f"{_where(table)}property {self.key!r}: expected {self.expectation}, found {raw!r}")
+        return value
+
+
+def _where(table: str) -> str:
+    return f"table {table}: " if table else ""
+
+
+def _power_of_two(value: int) -> bool:
+    return value > 0 and value & (value - 1) == 0
+
+
+def _positive(value: float) -> bool:
+    return value > 0
+
+
+def _non_negative(value: float) -> bool:
+    return value >= 0
+
+
+OPTIONS: dict[str, Option[Any]] = {}
+
+
+def _declare(option: Option[T]) -> Option[T]:
+    OPTIONS[option.key] = option
+    return option
+
+
+# -- layout and writing ------------------------------------------------------------------------
+BASE_HASH_BUCKET = _declare(Option("base.file-index.hash-bucket", _int, 4, "Tree-node buckets of BaseStore files.", _power_of_two, "a power of two"))
+CHANGE_HASH_BUCKET = _declare(Option("change.file-index.hash-bucket", _int, 4, "Tree-node buckets of ChangeStore files.", _power_of_two, "a power of two"))
+TARGET_FILE_SIZE = _declare(Option("write.target-file-size-bytes", _int, 134217728, "Target size of written data files.", _positive, "a positive byte count"))
+UPSERT_ENABLED = _declare(Option("write.upsert.enabled", _bool, False, "Write every +I as a delete then an insert of its key (upsert)."))
+BASE_WRITE_FORMAT = _declare(Option("base.write.format", _format, "parquet", "File format of BaseStore files."))
+CHANGE_WRITE_FORMAT = _declare(Option("change.write.format", _format, "parquet", "File format of ChangeStore files."))
+WRITE_FORMAT = _declare(Option("write.format.default", _format, "parquet", "Default file format."))
+BASE_REFRESH_INTERVAL = _declare(Option("base.refresh-interval", _int, -1, "Minor-optimize partitions with change data at least this often (ms); -1 is off."))
+# -- LogStore -----------------------------------------------------------------------------------
+LOG_STORE_ENABLED = _declare(Option("log-store.enabled", _bool, False, "Double-write every change to the LogStore."))
+LOG_STORE_TYPE = _declare(Option("log-store.type", _str, "kafka", "LogStore backend.", lambda v: v == "kafka", "kafka"))
+LOG_STORE_ADDRESS = _declare(Option("log-store.address", _str, "", "LogStore bootstrap servers."))
+LOG_STORE_TOPIC = _declare(Option("log-store.topic", _str, "", "LogStore topic (Amoro's key)."))
+LOG_STORE_MESSAGE_TOPIC = _declare(Option("log-store.message.topic", _str, "", "LogStore topic (alias used by the ingest job)."))
+LOG_STORE_DATA_FORMAT = _declare(Option("log-store.data-format", _str, "json", "LogStore row encoding.", lambda v: v == "json", "json"))
+LOG_STORE_DATA_VERSION = _declare(Option("log-store.data-version", _str, "v1", "LogStore message format version.", lambda v: v == "v1", "v1"))
+# -- self-optimizing ----------------------------------------------------------------------------
+OPT_ENABLED = _declare(Option("self-optimizing.enabled", _bool, True, "Whether the table is optimized at all."))
+OPT_GROUP = _declare(Option("self-optimizing.group", _str, "default", "Optimizer group that serves the table."))
+OPT_QUOTA = _declare(Option("self-optimizing.quota", _float, 0.5, "Share of the group's threads (<=1) or thread count (>1).", _positive, "a positive number"))
+OPT_RETRIES = _declare(Option("self-optimizing.execute.num-retries", _int, 5, "Retries of a failed task.", _non_negative, "a count >= 0"))
+OPT_PARTIAL = _declare(Option("self-optimizing.allow-partial-commit", _bool, False, "Commit the tasks that succeeded when others fail."))
+OPT_TARGET_SIZE = _declare(Option("self-optimizing.target-size", _int, 134217728, "Target size of optimized files.", _positive, "a positive byte count"))
+OPT_MAX_TASK_SIZE = _declare(Option("self-optimizing.max-task-size-bytes", _int, 134217728, "Input bytes of one task.", _positive, "a positive byte count"))
+OPT_MAX_FILE_COUNT = _declare(Option("self-optimizing.max-file-count", _int, 10000, "Change files taken by one process.", _positive, "a positive count"))
+OPT_FRAGMENT_RATIO = _declare(Option("self-optimizing.fragment-ratio", _int, 8, "target-size / fragment-ratio is the fragment size limit.", _positive, "a positive integer"))
+OPT_MIN_TARGET_RATIO = _declare(Option("self-optimizing.min-target-size-ratio", _float, 0.75, "Files below target-size x ratio are undersized segments.", lambda v: 0 < v <= 1, "a number in (0, 1]"))
+OPT_MINOR_FILES = _declare(Option("self-optimizing.minor.trigger.file-count", _int, 12, "Small files that trigger minor optimizing.", _positive, "a positive count"))
+OPT_MINOR_INTERVAL = _declare(Option("self-optimizing.minor.trigger.interval", _int, 3600000, "Minor optimizing at least this often when change data exists (ms).", _non_negative, "milliseconds >= 0"))
+OPT_MAJOR_RATIO = _declare(Option("self-optimizing.major.trigger.duplicate-ratio", _float, 0.1, "Position-deleted share of a segment that triggers major optimizing.", _non_negative, "a ratio >= 0"))
+OPT_FULL_INTERVAL = _declare(Option("self-optimizing.full.trigger.interval", _int, -1, "Full optimizing interval (ms); -1 is off."))
+OPT_FULL_REWRITE_ALL = _declare(Option("self-optimizing.full.rewrite-all-files", _bool, True, "Full optimizing rewrites every file."))
+OPT_MIN_PLAN_INTERVAL = _declare(Option("self-optimizing.min-plan-interval", _int, 60000, "Minimum time between two plans of a table (ms).", _non_negative, "milliseconds >= 0"))
+OPT_FILTER = _declare(Option("self-optimizing.filter", _str, "", "SQL-like predicate limiting optimizing to some partitions."))
+# -- maintenance --------------------------------------------------------------------------------
+EXPIRE_ENABLED = _declare(Option("table-expire.enabled", _bool, True, "Expire old snapshots."))
+SNAPSHOT_KEEP_DURATION = _declare(Option("snapshot.keep.duration", _str, "720min", "Keep snapshots at least this long (e.g. 720min)."))
+SNAPSHOT_KEEP_MIN = _declare(Option("snapshot.keep.min-count", _int, 1, "Snapshots always kept.", _positive, "a positive count"))
+CHANGE_TTL = _declare(Option("change.data.ttl.minutes", _int, 10080, "Merged change files older than this are deleted (minutes).", _non_negative, "minutes >= 0"))
+ORPHAN_ENABLED = _declare(Option("clean-orphan-file.enabled", _bool, False, "Delete unreferenced files."))
+ORPHAN_MIN_AGE = _declare(Option("clean-orphan-file.min-existing-time-minutes", _int, 2880, "Safety window of orphan cleaning (minutes).", _non_negative, "minutes >= 0"))
+DANGLING_ENABLED = _declare(Option("clean-dangling-delete-files.enabled", _bool, True, "Delete delete files that no longer apply."))
+
+#: Namespaces whose keys must be declared above; a typo there is an error, not a silent no-op.
+OWNED_PREFIXES = (
+    "self-optimizing.",
+    "log-store.",
+    "base.",
+    "change.",
+    "table-expire.",
+    "snapshot.keep.",
+    "clean-orphan-file.",
+    "clean-dangling-delete-files.",
+    "mixed-format.",
+)
+#: Namespaces owned by Iceberg or engines; passed through untouched.
+PASSTHROUGH_PREFIXES = (
+    "write.",
+    "read.",
+    "commit.",
+    "history.",
+    "format-version",
+    "metadata.",
+    "flink.",
+    "properties.",
+    "table.",
+    "schema.",
+    "gc.",
+    "data-expire.",
+    "tag.",
+)
+#: Keys mixed-iceberg itself writes at creation (Amoro's format markers); users may not set them.
+RESERVED_KEYS = (
+    "table-format",
+    "mixed-format.primary-key-fields",
+    "mixed-format.table-store",
+    "mixed-format.change.identifier",
+)
+
+
+def validate_properties(properties: Mapping[str, str], table: str = "") -> None:
+    """Reject unknown keys in owned namespaces and values that do not parse.
+
+    Raises:
+        PropertyError: with the offending key, the closest known key and the value found.
+    """
+    for key, value in properties.items():
+        if not isinstance(value, str):
+            raise PropertyError(f"{_where(table)}property {key!r}: expected a string value, found {type(value).__name__}")
+        if key in OPTIONS:
+            OPTIONS[key].read(properties, table)
+            continue
+        if key in RESERVED_KEYS:
+            raise PropertyError(f"{_where(table)}property {key!r} is written by mixed-iceberg itself and cannot be set")
+        if key.startswith(OWNED_PREFIXES) or not key.startswith(PASSTHROUGH_PREFIXES):
+            close = difflib.get_close_matches(key, list(OPTIONS), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise PropertyError(f"{_where(table)}unknown property {key!r}{hint}")
+
+
+@dataclass(frozen=True, slots=True)
+class TableOptions:
+    """The options inner code needs, parsed once from a table's properties."""
+
+    base_buckets: int
+    change_buckets: int
+    target_file_size: int
+    upsert: bool
+    log_store_enabled: bool
+    log_store_address: str
+    log_store_topic: str
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str], table: str = "") -> TableOptions:
+        """Parse ``properties`` (BaseStore properties of the table).
+
+        Raises:
+            PropertyError: a known key holds a bad value.
+        """
+        return cls(
+            base_buckets=BASE_HASH_BUCKET.read(properties, table),
+            change_buckets=CHANGE_HASH_BUCKET.read(properties, table),
+            target_file_size=TARGET_FILE_SIZE.read(properties, table),
+            upsert=UPSERT_ENABLED.read(properties, table),
+            log_store_enabled=LOG_STORE_ENABLED.read(properties, table),
+            log_store_address=LOG_STORE_ADDRESS.read(properties, table),
+            log_store_topic=LOG_STORE_MESSAGE_TOPIC.read(properties, table) or LOG_STORE_TOPIC.read(properties, table),
+        )
+
+
+def options_markdown() -> str:
+    """The Markdown table of every declared option (the docs are generated from this)."""
+    lines = ["| key | default | meaning |", "| --- | --- | --- |"]
+    for option in sorted(OPTIONS.values(), key=lambda o: o.key):
+        default = str(option.default).lower() if isinstance(option.default, bool) else str(option.default)
+        lines.append(f"| `{option.key}` | `{default}` | {option.doc} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - docs generator
+    import sys
+
+    sys.stdout.write(options_markdown())

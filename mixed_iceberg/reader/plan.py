@@ -1,0 +1,85 @@
+"""Which files a merged read of a keyed table touches. Pure: metadata in, plan out.
+
+Change files count only when their data sequence number is above their partition's
+optimized sequence (and within the requested sequence range). The transaction id of a
+change file comes from its name, or is its data sequence number when the name says 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+
+from mixed_iceberg.format import parse_change
+from mixed_iceberg.store.entries import LiveFile
+from mixed_iceberg.typedef import DataFileType
+
+__all__ = ["ChangeFileRef", "PartitionIndex", "plan_change_files"]
+
+
+class PartitionIndex:
+    """Dense ordinals for partition paths, so rows can carry their partition as an int."""
+
+    def __init__(self, specs: Mapping[int, PartitionSpec], schema: Schema) -> None:
+        self._specs = specs
+        self._schema = schema
+        self._ordinals: dict[str, int] = {}
+
+    def path(self, live: LiveFile) -> str:
+        spec = self._specs[live.data_file.spec_id]
+        return "" if spec.is_unpartitioned() else spec.partition_to_path(live.data_file.partition, self._schema)
+
+    def ordinal(self, path: str) -> int:
+        return self._ordinals.setdefault(path, len(self._ordinals))
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeFileRef:
+    """One change file to read, with the constants its rows inherit."""
+
+    path: str
+    file_type: DataFileType
+    transaction_id: int
+    sequence_number: int
+    partition: int
+    record_count: int
+
+    @property
+    def is_delete(self) -> bool:
+        return self.file_type == DataFileType.EQ_DELETE_FILE
+
+
+def plan_change_files(
+    files: Sequence[LiveFile],
+    partitions: PartitionIndex,
+    optimized_sequence: Mapping[str, int],
+    *,
+    from_sequence: int | None = None,
+    to_sequence: int | None = None,
+) -> list[ChangeFileRef]:
+    """Change files visible to a read, ordered by (transaction id, path).
+
+    ``from_sequence`` (exclusive) overrides the optimized sequence; ``to_sequence`` is inclusive.
+    """
+    refs = []
+    for live in files:
+        path = partitions.path(live)
+        floor = from_sequence if from_sequence is not None else optimized_sequence.get(path, -1)
+        if live.sequence_number <= floor or (to_sequence is not None and live.sequence_number > to_sequence):
+            continue
+        meta = parse_change(live.data_file.file_path, live.sequence_number)
+        refs.append(
+            ChangeFileRef(
+                path=live.data_file.file_path,
+                file_type=meta.file_type,
+                transaction_id=meta.transaction_id,
+                sequence_number=live.sequence_number,
+                partition=partitions.ordinal(path),
+                record_count=live.data_file.record_count,
+            )
+        )
+    refs.sort(key=lambda ref: (ref.transaction_id, ref.path))
+    return refs

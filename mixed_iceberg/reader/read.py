@@ -1,0 +1,94 @@
+"""Read the rows a plan names, tagged with their LSN and partition ordinal.
+
+Change files are read in one multi-threaded pyarrow dataset scan (per-file constants are
+attached through ``__fragment_index``); base files go through pyiceberg's ``ArrowScan`` so
+position deletes and schema evolution are applied as every Iceberg reader applies them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as ds
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.io import FileIO
+from pyiceberg.io.pyarrow import PyArrowFileIO, expression_to_pyarrow
+from pyiceberg.schema import Schema
+from pyiceberg.table import FileScanTask, Table
+from pyiceberg.expressions.visitors import bind
+from pyiceberg.io.pyarrow import ArrowScan
+
+from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, PART, pack_lsn
+from mixed_iceberg.reader.plan import ChangeFileRef
+from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
+
+__all__ = ["read_base_rows", "read_change_rows"]
+
+_FRAGMENT = "__fragment_index"
+
+
+def _filesystem(io: FileIO, path: str) -> tuple[pa.fs.FileSystem, str]:
+    pyarrow_io = io if isinstance(io, PyArrowFileIO) else PyArrowFileIO(io.properties)
+    scheme, netloc, local = pyarrow_io.parse_location(path, pyarrow_io.properties)
+    return pyarrow_io.fs_by_scheme(scheme, netloc), local
+
+
+def read_change_rows(
+    io: FileIO,
+    schema: Schema,
+    refs: Sequence[ChangeFileRef],
+    columns: Sequence[str],
+    row_filter: BooleanExpression,
+    *,
+    with_partition: bool,
+) -> pa.Table:
+    """``columns`` of every row in ``refs`` that passes ``row_filter``, plus LSN (and PART)."""
+    file_schema = arrow_schema(Schema(*schema.fields, FILE_OFFSET_FIELD), field_ids=False)
+    output = [*columns, FILE_OFFSET_FIELD.name, _FRAGMENT]
+    if not refs:
+        empty = file_schema.empty_table().select([*columns, FILE_OFFSET_FIELD.name])
+        return _tag_change(empty, np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int32), with_partition)
+    filesystem, _ = _filesystem(io, refs[0].path)
+    paths = [_filesystem(io, ref.path)[1] for ref in refs]
+    dataset = ds.dataset(paths, schema=file_schema, format="parquet", filesystem=filesystem)
+    arrow_filter = None
+    if not isinstance(row_filter, AlwaysTrue):
+        arrow_filter = expression_to_pyarrow(bind(schema, row_filter, case_sensitive=True), schema)
+    rows = dataset.to_table(columns=output, filter=arrow_filter)
+    fragment = rows.column(_FRAGMENT).to_numpy()
+    tx = np.fromiter((ref.transaction_id for ref in refs), dtype=np.int64, count=len(refs))[fragment]
+    part = np.fromiter((ref.partition for ref in refs), dtype=np.int32, count=len(refs))[fragment]
+    offsets = rows.column(FILE_OFFSET_FIELD.name).fill_null(0).to_numpy()
+    return _tag_change(rows.drop_columns([_FRAGMENT]), tx, offsets, part, with_partition)
+
+
+def _tag_change(rows: pa.Table, tx: np.ndarray, offsets: np.ndarray, part: np.ndarray, with_partition: bool) -> pa.Table:
+    rows = rows.drop_columns([FILE_OFFSET_FIELD.name]).append_column(LSN, pa.array(pack_lsn(tx, offsets)))
+    return rows.append_column(PART, pa.array(part)) if with_partition else rows
+
+
+def read_base_rows(
+    base: Table,
+    groups: Sequence[tuple[int, int, list[FileScanTask]]],
+    projected: Schema,
+    row_filter: BooleanExpression,
+    *,
+    with_partition: bool,
+) -> pa.Table:
+    """Rows of base files grouped as (transaction id, partition ordinal, tasks), tagged."""
+    scan = ArrowScan(base.metadata, base.io, projected, row_filter)
+    tables = []
+    for transaction_id, partition, tasks in groups:
+        rows = scan.to_table(tasks)
+        n = rows.num_rows
+        lsn = pack_lsn(np.full(n, transaction_id, np.int64), np.zeros(n, np.int64)) | BASE_OFFSET
+        rows = rows.append_column(LSN, pa.array(lsn))
+        if with_partition:
+            rows = rows.append_column(PART, pa.array(np.full(n, partition, np.int32)))
+        tables.append(rows)
+    if not tables:
+        empty = arrow_schema(projected, field_ids=False).empty_table().append_column(LSN, pa.array([], pa.int64()))
+        return empty.append_column(PART, pa.array([], pa.int32())) if with_partition else empty
+    return pa.concat_tables(tables, promote_options="permissive")

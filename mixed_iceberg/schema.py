@@ -1,0 +1,111 @@
+"""Table schemas: Arrow in, Iceberg stored, and the change-file schema with ``_file_offset``.
+
+The ChangeStore's Iceberg schema equals the BaseStore's; ``_file_offset`` lives only in the
+Parquet files of the ChangeStore (Amoro's ``SchemaUtil.changeWriteSchema``), under Amoro's
+reserved field id so that Java readers find it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+from pyiceberg.catalog import Catalog
+from pyiceberg.io.pyarrow import schema_to_pyarrow
+from pyiceberg.schema import Schema, assign_fresh_schema_ids
+from pyiceberg.types import LongType, NestedField
+
+from mixed_iceberg.exceptions import MissingKeyError, SchemaMismatchError
+
+__all__ = [
+    "FILE_OFFSET_FIELD",
+    "FILE_OFFSET_FIELD_ID",
+    "TRANSACTION_ID_FIELD_ID",
+    "arrow_schema",
+    "change_file_schema",
+    "conform",
+    "keyed_iceberg_schema",
+]
+
+#: Amoro's reserved ids (``MetadataColumns.java``): Integer.MAX_VALUE - 1001 / - 1002.
+TRANSACTION_ID_FIELD_ID = 2147483647 - 1001
+FILE_OFFSET_FIELD_ID = 2147483647 - 1002
+FILE_OFFSET_FIELD = NestedField(FILE_OFFSET_FIELD_ID, "_file_offset", LongType(), required=False)
+
+
+def keyed_iceberg_schema(schema: pa.Schema | Schema, primary_key: Sequence[str]) -> Schema:
+    """The Iceberg schema for a new table: fresh field ids, key columns required.
+
+    Key columns are made required (a key can never be null) and declared as the
+    schema's identifier fields, so that engines such as Flink see the upsert key too.
+
+    Raises:
+        MissingKeyError: a key column is not a top-level primitive column of ``schema``.
+    """
+    converted = Catalog._convert_schema_if_needed(schema)  # noqa: SLF001 - pyiceberg's own pa->Iceberg path
+    fresh = assign_fresh_schema_ids(converted)
+    names = [field.name for field in fresh.fields]
+    missing = [key for key in primary_key if key not in names]
+    if missing:
+        raise MissingKeyError(f"primary key columns {missing} are not in the schema; expected a subset of {names}")
+    if len(set(primary_key)) != len(primary_key):
+        raise MissingKeyError(f"primary key lists a column twice: {list(primary_key)}")
+    fields = []
+    for field in fresh.fields:
+        if field.name in primary_key:
+            if not field.field_type.is_primitive:
+                raise MissingKeyError(f"primary key column {field.name!r} must be primitive, found {field.field_type}")
+            field = NestedField(field.field_id, field.name, field.field_type, required=True, doc=field.doc)
+        fields.append(field)
+    key_ids = [next(f.field_id for f in fields if f.name == key) for key in primary_key]
+    return Schema(*fields, schema_id=fresh.schema_id, identifier_field_ids=key_ids)
+
+
+def arrow_schema(schema: Schema, *, field_ids: bool = True) -> pa.Schema:
+    """The Arrow schema pyiceberg reads and writes for ``schema`` (strings as large_string)."""
+    return schema_to_pyarrow(schema, include_field_ids=field_ids)
+
+
+def change_file_schema(schema: Schema) -> pa.Schema:
+    """Arrow schema of a ChangeStore Parquet file: table columns plus ``_file_offset``."""
+    base = arrow_schema(schema)
+    offset = pa.field(
+        FILE_OFFSET_FIELD.name,
+        pa.int64(),
+        nullable=True,
+        metadata={b"PARQUET:field_id": str(FILE_OFFSET_FIELD_ID).encode()},
+    )
+    return base.append(offset)
+
+
+def conform(table: pa.Table, target: pa.Schema, *, table_name: str) -> pa.Table:
+    """Select and cast ``table``'s columns to ``target`` (by name), or say what differs.
+
+    Raises:
+        SchemaMismatchError: a column is missing, extra, or cannot be cast safely.
+    """
+    expected = target.names
+    found = table.column_names
+    missing = [name for name in expected if name not in found]
+    extra = [name for name in found if name not in expected]
+    if missing or extra:
+        raise SchemaMismatchError(
+            f"{table_name}: columns do not match the table schema; expected {expected}, "
+            f"found {found} (missing {missing}, unexpected {extra})"
+        )
+    columns = []
+    for field in target:
+        column = table.column(field.name)
+        if column.type != field.type:
+            try:
+                column = column.cast(field.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaMismatchError(
+                    f"{table_name}: column {field.name!r} expected type {field.type}, found {column.type}: {exc}"
+                ) from exc
+        if not field.nullable and column.null_count:
+            raise SchemaMismatchError(
+                f"{table_name}: column {field.name!r} is required; expected no nulls, found {column.null_count}"
+            )
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=target)

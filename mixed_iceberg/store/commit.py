@@ -1,0 +1,153 @@
+"""Idempotent, conflict-aware commits of data files to one Iceberg store.
+
+Every commit may carry a :class:`CommitId` (writer id + sequence) in its snapshot summary.
+A commit whose sequence is at or below the last one recorded for its writer is a no-op:
+this is what exactly-once ingestion rests on (DESIGN.md invariant 4). pyiceberg retries a
+commit that lost a race; the retry re-checks the id first, so a concurrent commit of the
+same id by a zombie writer is never applied twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from pyiceberg.exceptions import CommitFailedException, ValidationException
+from pyiceberg.manifest import DataFile
+from pyiceberg.table import Table, Transaction
+
+from mixed_iceberg.exceptions import CommitConflictError, CommitError
+from mixed_iceberg.typedef import CommitId
+
+__all__ = [
+    "COMMIT_SEQUENCE",
+    "COMMIT_WRITER",
+    "CommitOutcome",
+    "commit_files",
+    "last_committed_sequence",
+]
+
+log = logging.getLogger(__name__)
+
+COMMIT_WRITER = "mixed-iceberg.commit.writer"
+COMMIT_SEQUENCE = "mixed-iceberg.commit.sequence"
+
+#: Stage extra metadata updates (for example statistics) on the transaction for a snapshot id.
+Stager = Callable[[Transaction, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class CommitOutcome:
+    """What a commit did: the new snapshot, or ``skipped`` when the id was already committed."""
+
+    snapshot_id: int | None
+    skipped: bool
+    files_added: int
+    files_deleted: int
+    duration_s: float
+
+
+class _AlreadyCommitted(Exception):
+    """Raised inside a retry when the commit id turned out to be committed meanwhile."""
+
+
+def last_committed_sequence(table: Table, writer: str) -> int | None:
+    """The newest sequence recorded by ``writer`` in the current snapshot's ancestry."""
+    metadata = table.metadata
+    snapshot = metadata.current_snapshot()
+    while snapshot is not None:
+        summary = snapshot.summary
+        if summary is not None and summary.get(COMMIT_WRITER) == writer:
+            return int(summary.get(COMMIT_SEQUENCE) or -1)
+        parent = snapshot.parent_snapshot_id
+        snapshot = metadata.snapshot_by_id(parent) if parent is not None else None
+    return None
+
+
+def _is_committed(table: Table, commit_id: CommitId) -> bool:
+    last = last_committed_sequence(table, commit_id.writer)
+    return last is not None and last >= commit_id.sequence
+
+
+class _IdempotentTransaction(Transaction):
+    """A transaction whose automatic retry first re-checks the commit id."""
+
+    def __init__(self, table: Table, commit_id: CommitId | None) -> None:
+        super().__init__(table, autocommit=False)
+        self._commit_id = commit_id
+
+    def _rebuild_snapshot_updates(self) -> None:
+        # pyiceberg refreshed the table just before this call: the id may have landed meanwhile.
+        if self._commit_id is not None and _is_committed(self._table, self._commit_id):
+            raise _AlreadyCommitted(str(self._commit_id))
+        super()._rebuild_snapshot_updates()
+
+
+def _delete_files(table: Table, files: Iterable[DataFile]) -> None:
+    for data_file in files:
+        try:
+            table.io.delete(data_file.file_path)
+        except OSError:  # best effort: orphan cleaning removes what is left
+            log.warning("could not delete uncommitted file %s", data_file.file_path, exc_info=True)
+
+
+def commit_files(
+    table: Table,
+    *,
+    added: list[DataFile],
+    deleted: list[DataFile] | None = None,
+    commit_id: CommitId | None = None,
+    summary: Mapping[str, str] | None = None,
+    stage: Stager | None = None,
+    table_name: str = "",
+) -> CommitOutcome:
+    """Commit ``added`` (and remove ``deleted``) as one snapshot, idempotently by ``commit_id``.
+
+    Files in ``added`` are deleted again when the commit provably did not land (a conflict,
+    a validation failure, or the id already committed); when the outcome is unknown they
+    are left for orphan cleaning, since a live snapshot may reference them.
+
+    Raises:
+        CommitConflictError: a concurrent commit conflicted and retries ran out.
+        CommitError: the commit failed otherwise.
+    """
+    started = time.monotonic()
+    deleted = deleted or []
+    name = table_name or ".".join(table.name())
+    table.refresh()
+    if commit_id is not None and _is_committed(table, commit_id):
+        log.info("%s: commit %s already committed; skipped", name, commit_id)
+        _delete_files(table, added)
+        return CommitOutcome(None, True, 0, 0, time.monotonic() - started)
+    properties = dict(summary or {})
+    if commit_id is not None:
+        properties[COMMIT_WRITER] = commit_id.writer
+        properties[COMMIT_SEQUENCE] = str(commit_id.sequence)
+    txn = _IdempotentTransaction(table, commit_id)
+    update = txn.update_snapshot(snapshot_properties=properties)
+    producer = update.overwrite() if deleted else update.fast_append()
+    snapshot_id = producer._snapshot_id  # noqa: SLF001 - stable across retries; statistics attach to it
+    with producer:
+        for data_file in deleted:
+            producer.delete_data_file(data_file)
+        for data_file in added:
+            producer.append_data_file(data_file)
+    if stage is not None:
+        stage(txn, snapshot_id)
+    try:
+        txn.commit_transaction()
+    except _AlreadyCommitted:
+        log.info("%s: commit %s landed concurrently; skipped", name, commit_id)
+        _delete_files(table, added)
+        return CommitOutcome(None, True, 0, 0, time.monotonic() - started)
+    except (CommitFailedException, ValidationException) as exc:
+        # Both prove the commit did not land, so the new files are garbage.
+        _delete_files(table, added)
+        raise CommitConflictError(f"{name}: commit conflicted with a concurrent change and did not land: {exc}") from exc
+    except Exception as exc:
+        raise CommitError(f"{name}: commit outcome unknown ({type(exc).__name__}: {exc}); files kept for orphan cleaning") from exc
+    duration = time.monotonic() - started
+    log.info("%s: committed snapshot %s (+%d -%d files) in %.1f ms", name, snapshot_id, len(added), len(deleted), duration * 1000)
+    return CommitOutcome(snapshot_id, False, len(added), len(deleted), duration)

@@ -1,0 +1,83 @@
+"""Live files of a snapshot with their data sequence numbers, pruned by a filter.
+
+Manifests are immutable, so their parsed entries are cached by path: a scan after N
+commits reads only the manifests it has not seen, which keeps reads flat as history grows.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cachetools import LRUCache
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.manifest import DataFile, ManifestFile
+from pyiceberg.table import ManifestGroupPlanner, Table
+from pyiceberg.table.snapshots import Snapshot
+
+__all__ = ["LiveFile", "live_files"]
+
+_CACHE: LRUCache[str, tuple[tuple[DataFile, int, int], ...]] = LRUCache(maxsize=8192)
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class LiveFile:
+    """A file live in a snapshot, with the data sequence number of the commit that added it."""
+
+    data_file: DataFile
+    sequence_number: int
+    snapshot_id: int
+
+
+def _entries(table: Table, manifest: ManifestFile) -> tuple[tuple[DataFile, int, int], ...]:
+    with _LOCK:
+        cached = _CACHE.get(manifest.manifest_path)
+    if cached is not None:
+        return cached
+    entries = tuple(
+        (entry.data_file, entry.sequence_number or 0, entry.snapshot_id or 0)
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True)
+    )
+    with _LOCK:
+        _CACHE[manifest.manifest_path] = entries
+    return entries
+
+
+def live_files(
+    table: Table,
+    snapshot: Snapshot | None,
+    row_filter: BooleanExpression | None = None,
+    keep: Callable[[DataFile], bool] | None = None,
+    *,
+    partition_filter: BooleanExpression | None = None,
+) -> list[LiveFile]:
+    """Files live in ``snapshot`` whose partition and column metrics may match ``row_filter``.
+
+    ``partition_filter`` (default: ``row_filter``) prunes by partition only, for callers that
+    may prune partitions by a wider predicate than the one they may test column metrics with.
+    """
+    if snapshot is None:
+        return []
+    planner = ManifestGroupPlanner(table.metadata, table.io, row_filter or AlwaysTrue())
+    if partition_filter is not None:
+        planner = ManifestGroupPlanner(table.metadata, table.io, partition_filter)
+        metrics_planner = ManifestGroupPlanner(table.metadata, table.io, row_filter or AlwaysTrue())
+    else:
+        metrics_planner = planner
+    manifest_ok = {}
+    partition_ok = {}
+    metrics_ok = metrics_planner._build_metrics_evaluator()  # noqa: SLF001 - pyiceberg's own pruning, reused with our cache
+    result: list[LiveFile] = []
+    for manifest in snapshot.manifests(table.io):
+        spec_id = manifest.partition_spec_id
+        if spec_id not in manifest_ok:
+            manifest_ok[spec_id] = planner._build_manifest_evaluator(spec_id)  # noqa: SLF001
+            partition_ok[spec_id] = planner._build_partition_evaluator(spec_id)  # noqa: SLF001
+        if not manifest_ok[spec_id](manifest):
+            continue
+        for data_file, sequence, snapshot_id in _entries(table, manifest):
+            if partition_ok[spec_id](data_file) and metrics_ok(data_file) and (keep is None or keep(data_file)):
+                result.append(LiveFile(data_file, sequence, snapshot_id))
+    return result

@@ -1,0 +1,137 @@
+"""``MixedTable``: a Mixed-Iceberg table (BaseStore + ChangeStore) or a plain Iceberg table.
+
+>>> from mixed_iceberg import load_catalog                          # doctest: +SKIP
+>>> table = load_catalog("local").load_table("db.orders")           # doctest: +SKIP
+>>> with table.new_transaction() as txn:                            # doctest: +SKIP
+...     txn.write(changes)   # user columns + _change_action (+I -U +U -D)
+>>> table.scan(row_filter="id < 100").to_arrow()                   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pyarrow as pa
+from pyiceberg.expressions import BooleanExpression
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+
+from mixed_iceberg.basestore.bulk_load import bulk_load
+from mixed_iceberg.changestore.transaction import ChangeTransaction
+from mixed_iceberg.changestore.writer import WriterIdentity
+from mixed_iceberg.exceptions import NotKeyedTableError
+from mixed_iceberg.options import TableOptions
+from mixed_iceberg.reader.changes import ChangeScan
+from mixed_iceberg.reader.scan import MixedScan
+from mixed_iceberg.schema import arrow_schema
+from mixed_iceberg.store.commit import CommitOutcome
+from mixed_iceberg.typedef import CommitId, TableFormat
+
+__all__ = ["MixedTable"]
+
+
+def _commit_id(value: CommitId | tuple[str, int] | None) -> CommitId | None:
+    if value is None or isinstance(value, CommitId):
+        return value
+    writer, sequence = value
+    return CommitId(writer, int(sequence))
+
+
+class MixedTable:
+    """A table loaded through a mixed-iceberg catalog.
+
+    Keyed Mixed-Iceberg tables have a ``change_store``; unkeyed ones and plain Iceberg
+    tables are their ``base_store`` alone.
+    """
+
+    def __init__(self, name: str, table_format: TableFormat, base_store: Table, change_store: Table | None, primary_key: Sequence[str]) -> None:
+        self.name = name
+        self.format = table_format
+        self.base_store = base_store
+        self.change_store = change_store
+        self.primary_key = tuple(primary_key)
+        self.options = TableOptions.from_properties(base_store.properties, name)
+
+    def __repr__(self) -> str:
+        kind = "keyed" if self.is_keyed else "unkeyed" if self.format == TableFormat.MIXED_ICEBERG else "iceberg"
+        return f"MixedTable({self.name!r}, {kind}, primary_key={list(self.primary_key)})"
+
+    @property
+    def is_keyed(self) -> bool:
+        """True for Mixed-Iceberg tables with a primary key (and so a ChangeStore)."""
+        return self.change_store is not None
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """Table properties (the BaseStore's, as in Amoro)."""
+        return dict(self.base_store.properties)
+
+    def schema(self) -> Schema:
+        """The Iceberg schema, shared by both stores."""
+        return self.base_store.schema()
+
+    def arrow_schema(self) -> pa.Schema:
+        """The Arrow schema of merged reads."""
+        return arrow_schema(self.schema(), field_ids=False)
+
+    def refresh(self) -> MixedTable:
+        """Reload both stores' metadata."""
+        self.base_store.refresh()
+        if self.change_store is not None:
+            self.change_store.refresh()
+        self.options = TableOptions.from_properties(self.base_store.properties, self.name)
+        return self
+
+    def writer_identity(self, partition_id: int = 0, task_id: int = 0) -> WriterIdentity:
+        """A fresh writer identity (file-name fields) for one writer task."""
+        return WriterIdentity(partition_id=partition_id, task_id=task_id)
+
+    def new_transaction(
+        self,
+        commit_id: CommitId | tuple[str, int] | None = None,
+        *,
+        summary: Mapping[str, str] | None = None,
+        writer: WriterIdentity | None = None,
+    ) -> ChangeTransaction:
+        """A ChangeStore transaction; committing it twice with one ``commit_id`` is a no-op.
+
+        Raises:
+            NotKeyedTableError: the table has no ChangeStore.
+        """
+        if not self.is_keyed:
+            raise NotKeyedTableError(f"{self.name}: change transactions need a keyed table; this one has no primary key")
+        self.refresh()
+        return ChangeTransaction(self, _commit_id(commit_id), summary=summary, writer=writer)
+
+    def bulk_load(self, data: pa.Table | pa.RecordBatch, *, overwrite: bool = False, commit_id: CommitId | tuple[str, int] | None = None) -> CommitOutcome:
+        """Load rows straight into the BaseStore (initial snapshot, or ``overwrite`` everything)."""
+        self.refresh()
+        return bulk_load(self, data, overwrite=overwrite, commit_id=_commit_id(commit_id))
+
+    def scan(
+        self,
+        row_filter: str | BooleanExpression | None = None,
+        selected_fields: Sequence[str] = ("*",),
+        snapshot_id: int | None = None,
+        *,
+        base_snapshot_id: int | None = None,
+        case_sensitive: bool = True,
+    ) -> MixedScan:
+        """The merged latest state per key.
+
+        Args:
+            row_filter: a pyiceberg expression or its string form. Key predicates are pushed
+                to every file; value predicates never let an old version resurface.
+            selected_fields: columns to return.
+            snapshot_id: ChangeStore snapshot to read as of (keyed tables; for others, the
+                BaseStore snapshot). The BaseStore is read as of that snapshot's time.
+            base_snapshot_id: BaseStore snapshot to pair with it explicitly.
+            case_sensitive: how column names in ``row_filter`` are matched.
+        """
+        self.refresh()
+        return MixedScan(self, row_filter, selected_fields, snapshot_id, base_snapshot_id, case_sensitive)
+
+    def changes(self, from_snapshot: int | None = None, to_snapshot: int | None = None) -> ChangeScan:
+        """Change rows committed after ``from_snapshot`` up to ``to_snapshot`` (ChangeStore ids)."""
+        self.refresh()
+        return ChangeScan(self, from_snapshot, to_snapshot)
