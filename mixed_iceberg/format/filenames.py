@@ -83,6 +83,16 @@ def format_file_name(
 ) -> str:
     """Build a file name exactly as Amoro's ``FileNameRules.fileName`` does.
 
+    Args:
+        node: Tree node of every row in the file.
+        file_type: What the file holds; its short name goes into the name.
+        transaction_id: 0 when readers should use the file's data sequence number instead.
+        partition_id: The engine's subtask index.
+        task_id: The engine's attempt or task id.
+        operation_id: Random per writer instance, so names never collide.
+        count: Per-writer file counter, from 1.
+        extension: The file format, without the dot.
+
     Raises:
         ValueError: If a number is negative (the name would not parse back) or the operation
             id holds a ``/``.
@@ -96,12 +106,10 @@ def format_file_name(
     if not operation_id or "/" in operation_id:
         raise ValueError(f"operation id must be non-empty without '/', found {operation_id!r}")
     base = f"{node.id}-{file_type.short_name}-{transaction_id}-{partition_id:05d}-{task_id}-{operation_id}-{count:05d}"
-    suffix = f".{extension}"
-    # Iceberg FileFormat.addExtension adds the extension only when it is missing.
-    return base if base.endswith(suffix) else base + suffix
+    return f"{base}.{extension}"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class FileNameGenerator:
     """Names the files of one writer: a fixed operation id and a per-writer counter.
 
@@ -119,7 +127,7 @@ class FileNameGenerator:
     task_id: int = 0
     extension: str = "parquet"
     operation_id: str = field(default_factory=lambda: str(secrets.randbits(63)))
-    _counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1), repr=False)
+    _counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1), init=False, repr=False)
 
     def __post_init__(self) -> None:
         # Fail at construction, not at the first file a writer rolls.

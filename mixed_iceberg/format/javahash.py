@@ -34,7 +34,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
+import pyarrow as pa
 
 from mixed_iceberg.format.tree import check_mask
 
