@@ -67,8 +67,9 @@ class CatalogConfig(BaseModel):
 
     def iceberg_properties(self) -> dict[str, str]:
         """Properties handed to the pyiceberg catalog (ours stripped, storage added)."""
-        props = {k: v for k, v in self.properties.items() if not k.startswith("mixed-format.")}
-        props.update(self.storage.file_io_properties())
+        props = self.storage.file_io_properties()
+        # Explicit catalog properties (including keyword overrides) win over the storage block.
+        props.update({k: v for k, v in self.properties.items() if not k.startswith("mixed-format.")})
         return props
 
 
