@@ -32,4 +32,6 @@ unit: install
 	$(PY) -m pytest tests/unit tests/property -q
 
 clean:
+	-bash scripts/services/seaweedfs.sh clean
+	-bash scripts/services/postgres.sh clean
 	rm -rf $(VENV) .warehouse .services

@@ -1,0 +1,31 @@
+"""Session-wide fixtures: real PostgreSQL and S3 (SeaweedFS) started by the suite itself.
+
+Tests that use them are marked ``@pytest.mark.integration``. Each service is started once per
+session through ``scripts/services/*.sh`` and stopped at the end unless it was already running
+(see ``tests/support/services.py``). While a fixture is active its address is also exported as
+``MIXED_ICEBERG_POSTGRES_URL`` / ``MIXED_ICEBERG_S3_ENDPOINT``, the variables
+``conf/catalogs.yaml`` reads, so the ``postgres`` and ``s3`` catalogs point at these services
+even when a script had to pick a non-default port.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.services import POSTGRES, SEAWEEDFS, S3Endpoint, exported, s3_endpoint_from
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """SQLAlchemy URL of the private cluster's ``mixed_iceberg`` database (psycopg2 driver)."""
+    with POSTGRES.leased() as url, exported("MIXED_ICEBERG_POSTGRES_URL", url):
+        yield url
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[S3Endpoint]:
+    """The SeaweedFS S3 endpoint with its credentials; the bucket already exists."""
+    with SEAWEEDFS.leased() as url, exported("MIXED_ICEBERG_S3_ENDPOINT", url):
+        yield s3_endpoint_from(url)
