@@ -1,0 +1,51 @@
+"""The option registry: Amoro's keys and defaults, typed parsing, the generated docs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mixed_iceberg.exceptions import PropertyError
+from mixed_iceberg.options import OPTIONS, TableOptions, options_markdown, validate_properties
+
+
+@pytest.mark.parametrize(
+    ("key", "default"),
+    [
+        ("base.file-index.hash-bucket", 4),
+        ("change.file-index.hash-bucket", 4),
+        ("write.target-file-size-bytes", 134217728),
+        ("self-optimizing.target-size", 134217728),
+        ("self-optimizing.fragment-ratio", 8),
+        ("self-optimizing.min-target-size-ratio", 0.75),
+        ("self-optimizing.minor.trigger.file-count", 12),
+        ("self-optimizing.minor.trigger.interval", 3600000),
+        ("self-optimizing.major.trigger.duplicate-ratio", 0.1),
+        ("self-optimizing.full.trigger.interval", -1),
+        ("self-optimizing.max-file-count", 10000),
+        ("change.data.ttl.minutes", 10080),
+        ("clean-orphan-file.min-existing-time-minutes", 2880),
+    ],
+)
+def test_defaults_are_amoros(key: str, default: object) -> None:
+    assert OPTIONS[key].default == default
+
+
+def test_typed_options_parse_once() -> None:
+    options = TableOptions.from_properties({"change.file-index.hash-bucket": "16", "write.upsert.enabled": "TRUE", "log-store.topic": "t"})
+    assert (options.change_buckets, options.base_buckets, options.upsert, options.log_store_topic) == (16, 4, True, "t")
+
+
+def test_iceberg_namespaces_pass_through() -> None:
+    validate_properties({"commit.retry.num-retries": "2", "write.parquet.compression-codec": "zstd", "format-version": "2"})
+
+
+def test_non_string_value_is_rejected() -> None:
+    with pytest.raises(PropertyError, match="expected a string value, found int"):
+        validate_properties({"write.upsert.enabled": True})  # type: ignore[dict-item]
+
+
+def test_docs_table_is_generated_from_the_registry() -> None:
+    docs = Path(__file__).resolve().parents[3] / "docs" / "options.md"
+    assert docs.read_text() == options_markdown(), "regenerate with: python -m mixed_iceberg.options > docs/options.md"
