@@ -42,7 +42,7 @@ def test_iceberg_namespaces_pass_through() -> None:
 
 
 def test_non_string_value_is_rejected() -> None:
-    with pytest.raises(PropertyError, match="expected a string value, found int"):
+    with pytest.raises(PropertyError, match="expected a string value, found bool"):
         validate_properties({"write.upsert.enabled": True})  # type: ignore[dict-item]
 
 
