@@ -107,48 +107,163 @@ def _declare(option: Option[T]) -> Option[T]:
 
 
 # -- layout and writing ------------------------------------------------------------------------
-BASE_HASH_BUCKET = _declare(Option("base.file-index.hash-bucket", _int, 4, "Tree-node buckets of BaseStore files.", _power_of_two, "a power of two"))
-CHANGE_HASH_BUCKET = _declare(Option("change.file-index.hash-bucket", _int, 4, "Tree-node buckets of ChangeStore files.", _power_of_two, "a power of two"))
-TARGET_FILE_SIZE = _declare(Option("write.target-file-size-bytes", _int, 134217728, "Target size of written data files.", _positive, "a positive byte count"))
-UPSERT_ENABLED = _declare(Option("write.upsert.enabled", _bool, False, "Write every +I as a delete then an insert of its key (upsert)."))
+BASE_HASH_BUCKET = _declare(
+    Option("base.file-index.hash-bucket", _int, 4, "Tree-node buckets of BaseStore files.", _power_of_two, "a power of two")
+)
+CHANGE_HASH_BUCKET = _declare(
+    Option("change.file-index.hash-bucket", _int, 4, "Tree-node buckets of ChangeStore files.", _power_of_two, "a power of two")
+)
+TARGET_FILE_SIZE = _declare(
+    Option(
+        "write.target-file-size-bytes", _int, 134217728, "Target size of written data files.", _positive, "a positive byte count"
+    )
+)
+UPSERT_ENABLED = _declare(
+    Option("write.upsert.enabled", _bool, False, "Write every +I as a delete then an insert of its key (upsert).")
+)
 BASE_WRITE_FORMAT = _declare(Option("base.write.format", _format, "parquet", "File format of BaseStore files."))
 CHANGE_WRITE_FORMAT = _declare(Option("change.write.format", _format, "parquet", "File format of ChangeStore files."))
 WRITE_FORMAT = _declare(Option("write.format.default", _format, "parquet", "Default file format."))
-BASE_REFRESH_INTERVAL = _declare(Option("base.refresh-interval", _int, -1, "Minor-optimize partitions with change data at least this often (ms); -1 is off."))
+BASE_REFRESH_INTERVAL = _declare(
+    Option("base.refresh-interval", _int, -1, "Minor-optimize partitions with change data at least this often (ms); -1 is off.")
+)
 # -- LogStore -----------------------------------------------------------------------------------
 LOG_STORE_ENABLED = _declare(Option("log-store.enabled", _bool, False, "Double-write every change to the LogStore."))
 LOG_STORE_TYPE = _declare(Option("log-store.type", _str, "kafka", "LogStore backend.", lambda v: v == "kafka", "kafka"))
 LOG_STORE_ADDRESS = _declare(Option("log-store.address", _str, "", "LogStore bootstrap servers."))
 LOG_STORE_TOPIC = _declare(Option("log-store.topic", _str, "", "LogStore topic (Amoro's key)."))
 LOG_STORE_MESSAGE_TOPIC = _declare(Option("log-store.message.topic", _str, "", "LogStore topic (alias used by the ingest job)."))
-LOG_STORE_DATA_FORMAT = _declare(Option("log-store.data-format", _str, "json", "LogStore row encoding.", lambda v: v == "json", "json"))
-LOG_STORE_DATA_VERSION = _declare(Option("log-store.data-version", _str, "v1", "LogStore message format version.", lambda v: v == "v1", "v1"))
+LOG_STORE_DATA_FORMAT = _declare(
+    Option("log-store.data-format", _str, "json", "LogStore row encoding.", lambda v: v == "json", "json")
+)
+LOG_STORE_DATA_VERSION = _declare(
+    Option("log-store.data-version", _str, "v1", "LogStore message format version.", lambda v: v == "v1", "v1")
+)
 # -- self-optimizing ----------------------------------------------------------------------------
 OPT_ENABLED = _declare(Option("self-optimizing.enabled", _bool, True, "Whether the table is optimized at all."))
 OPT_GROUP = _declare(Option("self-optimizing.group", _str, "default", "Optimizer group that serves the table."))
-OPT_QUOTA = _declare(Option("self-optimizing.quota", _float, 0.5, "Share of the group's threads (<=1) or thread count (>1).", _positive, "a positive number"))
-OPT_RETRIES = _declare(Option("self-optimizing.execute.num-retries", _int, 5, "Retries of a failed task.", _non_negative, "a count >= 0"))
-OPT_PARTIAL = _declare(Option("self-optimizing.allow-partial-commit", _bool, False, "Commit the tasks that succeeded when others fail."))
-OPT_TARGET_SIZE = _declare(Option("self-optimizing.target-size", _int, 134217728, "Target size of optimized files.", _positive, "a positive byte count"))
-OPT_MAX_TASK_SIZE = _declare(Option("self-optimizing.max-task-size-bytes", _int, 134217728, "Input bytes of one task.", _positive, "a positive byte count"))
-OPT_MAX_FILE_COUNT = _declare(Option("self-optimizing.max-file-count", _int, 10000, "Change files taken by one process.", _positive, "a positive count"))
-OPT_FRAGMENT_RATIO = _declare(Option("self-optimizing.fragment-ratio", _int, 8, "target-size / fragment-ratio is the fragment size limit.", _positive, "a positive integer"))
-OPT_MIN_TARGET_RATIO = _declare(Option("self-optimizing.min-target-size-ratio", _float, 0.75, "Files below target-size x ratio are undersized segments.", lambda v: 0 < v <= 1, "a number in (0, 1]"))
-OPT_MINOR_FILES = _declare(Option("self-optimizing.minor.trigger.file-count", _int, 12, "Small files that trigger minor optimizing.", _positive, "a positive count"))
-OPT_MINOR_INTERVAL = _declare(Option("self-optimizing.minor.trigger.interval", _int, 3600000, "Minor optimizing at least this often when change data exists (ms).", _non_negative, "milliseconds >= 0"))
-OPT_MAJOR_RATIO = _declare(Option("self-optimizing.major.trigger.duplicate-ratio", _float, 0.1, "Position-deleted share of a segment that triggers major optimizing.", _non_negative, "a ratio >= 0"))
-OPT_FULL_INTERVAL = _declare(Option("self-optimizing.full.trigger.interval", _int, -1, "Full optimizing interval (ms); -1 is off."))
-OPT_FULL_REWRITE_ALL = _declare(Option("self-optimizing.full.rewrite-all-files", _bool, True, "Full optimizing rewrites every file."))
-OPT_MIN_PLAN_INTERVAL = _declare(Option("self-optimizing.min-plan-interval", _int, 60000, "Minimum time between two plans of a table (ms).", _non_negative, "milliseconds >= 0"))
+OPT_QUOTA = _declare(
+    Option(
+        "self-optimizing.quota",
+        _float,
+        0.5,
+        "Share of the group's threads (<=1) or thread count (>1).",
+        _positive,
+        "a positive number",
+    )
+)
+OPT_RETRIES = _declare(
+    Option("self-optimizing.execute.num-retries", _int, 5, "Retries of a failed task.", _non_negative, "a count >= 0")
+)
+OPT_PARTIAL = _declare(
+    Option("self-optimizing.allow-partial-commit", _bool, False, "Commit the tasks that succeeded when others fail.")
+)
+OPT_TARGET_SIZE = _declare(
+    Option("self-optimizing.target-size", _int, 134217728, "Target size of optimized files.", _positive, "a positive byte count")
+)
+OPT_MAX_TASK_SIZE = _declare(
+    Option("self-optimizing.max-task-size-bytes", _int, 134217728, "Input bytes of one task.", _positive, "a positive byte count")
+)
+OPT_MAX_FILE_COUNT = _declare(
+    Option("self-optimizing.max-file-count", _int, 10000, "Change files taken by one process.", _positive, "a positive count")
+)
+OPT_FRAGMENT_RATIO = _declare(
+    Option(
+        "self-optimizing.fragment-ratio",
+        _int,
+        8,
+        "target-size / fragment-ratio is the fragment size limit.",
+        _positive,
+        "a positive integer",
+    )
+)
+OPT_MIN_TARGET_RATIO = _declare(
+    Option(
+        "self-optimizing.min-target-size-ratio",
+        _float,
+        0.75,
+        "Files below target-size x ratio are undersized segments.",
+        lambda v: 0 < v <= 1,
+        "a number in (0, 1]",
+    )
+)
+OPT_MINOR_FILES = _declare(
+    Option(
+        "self-optimizing.minor.trigger.file-count",
+        _int,
+        12,
+        "Small files that trigger minor optimizing.",
+        _positive,
+        "a positive count",
+    )
+)
+OPT_MINOR_INTERVAL = _declare(
+    Option(
+        "self-optimizing.minor.trigger.interval",
+        _int,
+        3600000,
+        "Minor optimizing at least this often when change data exists (ms).",
+        _non_negative,
+        "milliseconds >= 0",
+    )
+)
+OPT_MAJOR_RATIO = _declare(
+    Option(
+        "self-optimizing.major.trigger.duplicate-ratio",
+        _float,
+        0.1,
+        "Position-deleted share of a segment that triggers major optimizing.",
+        _non_negative,
+        "a ratio >= 0",
+    )
+)
+OPT_FULL_INTERVAL = _declare(
+    Option("self-optimizing.full.trigger.interval", _int, -1, "Full optimizing interval (ms); -1 is off.")
+)
+OPT_FULL_REWRITE_ALL = _declare(
+    Option("self-optimizing.full.rewrite-all-files", _bool, True, "Full optimizing rewrites every file.")
+)
+OPT_MIN_PLAN_INTERVAL = _declare(
+    Option(
+        "self-optimizing.min-plan-interval",
+        _int,
+        60000,
+        "Minimum time between two plans of a table (ms).",
+        _non_negative,
+        "milliseconds >= 0",
+    )
+)
 OPT_FILTER = _declare(Option("self-optimizing.filter", _str, "", "SQL-like predicate limiting optimizing to some partitions."))
 # -- maintenance --------------------------------------------------------------------------------
 EXPIRE_ENABLED = _declare(Option("table-expire.enabled", _bool, True, "Expire old snapshots."))
-SNAPSHOT_KEEP_DURATION = _declare(Option("snapshot.keep.duration", _str, "720min", "Keep snapshots at least this long (e.g. 720min)."))
+SNAPSHOT_KEEP_DURATION = _declare(
+    Option("snapshot.keep.duration", _str, "720min", "Keep snapshots at least this long (e.g. 720min).")
+)
 SNAPSHOT_KEEP_MIN = _declare(Option("snapshot.keep.min-count", _int, 1, "Snapshots always kept.", _positive, "a positive count"))
-CHANGE_TTL = _declare(Option("change.data.ttl.minutes", _int, 10080, "Merged change files older than this are deleted (minutes).", _non_negative, "minutes >= 0"))
+CHANGE_TTL = _declare(
+    Option(
+        "change.data.ttl.minutes",
+        _int,
+        10080,
+        "Merged change files older than this are deleted (minutes).",
+        _non_negative,
+        "minutes >= 0",
+    )
+)
 ORPHAN_ENABLED = _declare(Option("clean-orphan-file.enabled", _bool, False, "Delete unreferenced files."))
-ORPHAN_MIN_AGE = _declare(Option("clean-orphan-file.min-existing-time-minutes", _int, 2880, "Safety window of orphan cleaning (minutes).", _non_negative, "minutes >= 0"))
-DANGLING_ENABLED = _declare(Option("clean-dangling-delete-files.enabled", _bool, True, "Delete delete files that no longer apply."))
+ORPHAN_MIN_AGE = _declare(
+    Option(
+        "clean-orphan-file.min-existing-time-minutes",
+        _int,
+        2880,
+        "Safety window of orphan cleaning (minutes).",
+        _non_negative,
+        "minutes >= 0",
+    )
+)
+DANGLING_ENABLED = _declare(
+    Option("clean-dangling-delete-files.enabled", _bool, True, "Delete delete files that no longer apply.")
+)
 
 #: Namespaces whose keys must be declared above; a typo there is an error, not a silent no-op.
 OWNED_PREFIXES = (

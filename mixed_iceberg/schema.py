@@ -42,7 +42,7 @@ def keyed_iceberg_schema(schema: pa.Schema | Schema, primary_key: Sequence[str])
     Raises:
         MissingKeyError: a key column is not a top-level primitive column of ``schema``.
     """
-    converted = Catalog._convert_schema_if_needed(schema)  # noqa: SLF001 - pyiceberg's own pa->Iceberg path
+    converted = Catalog._convert_schema_if_needed(schema)
     fresh = assign_fresh_schema_ids(converted)
     names = [field.name for field in fresh.fields]
     missing = [key for key in primary_key if key not in names]

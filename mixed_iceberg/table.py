@@ -44,7 +44,9 @@ class MixedTable:
     tables are their ``base_store`` alone.
     """
 
-    def __init__(self, name: str, table_format: TableFormat, base_store: Table, change_store: Table | None, primary_key: Sequence[str]) -> None:
+    def __init__(
+        self, name: str, table_format: TableFormat, base_store: Table, change_store: Table | None, primary_key: Sequence[str]
+    ) -> None:
         self.name = name
         self.format = table_format
         self.base_store = base_store
@@ -103,7 +105,9 @@ class MixedTable:
         self.refresh()
         return ChangeTransaction(self, _commit_id(commit_id), summary=summary, writer=writer)
 
-    def bulk_load(self, data: pa.Table | pa.RecordBatch, *, overwrite: bool = False, commit_id: CommitId | tuple[str, int] | None = None) -> CommitOutcome:
+    def bulk_load(
+        self, data: pa.Table | pa.RecordBatch, *, overwrite: bool = False, commit_id: CommitId | tuple[str, int] | None = None
+    ) -> CommitOutcome:
         """Load rows straight into the BaseStore (initial snapshot, or ``overwrite`` everything)."""
         self.refresh()
         return bulk_load(self, data, overwrite=overwrite, commit_id=_commit_id(commit_id))

@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+from pyiceberg.table import Transaction
 
 from mixed_iceberg.basestore.optimized_sequence import (
     read_optimized_sequence,
@@ -20,7 +21,7 @@ from mixed_iceberg.basestore.optimized_sequence import (
 )
 from mixed_iceberg.exceptions import MissingKeyError
 from mixed_iceberg.schema import arrow_schema, conform
-from mixed_iceberg.store.commit import CommitOutcome, commit_files
+from mixed_iceberg.store.commit import CommitOutcome, Stager, commit_files
 from mixed_iceberg.store.entries import live_files
 from mixed_iceberg.store.layout import split_rows
 from mixed_iceberg.store.writing import write_groups
@@ -41,7 +42,9 @@ def _chunks(rows: pa.Table, target_bytes: int) -> list[pa.Table]:
     return [rows.slice(start, step) for start in range(0, rows.num_rows, step)]
 
 
-def bulk_load(table: MixedTable, data: pa.Table | pa.RecordBatch, *, overwrite: bool = False, commit_id: CommitId | None = None) -> CommitOutcome:
+def bulk_load(
+    table: MixedTable, data: pa.Table | pa.RecordBatch, *, overwrite: bool = False, commit_id: CommitId | None = None
+) -> CommitOutcome:
     """Load ``data`` (exactly the table's columns) into the BaseStore.
 
     Raises:
@@ -52,12 +55,14 @@ def bulk_load(table: MixedTable, data: pa.Table | pa.RecordBatch, *, overwrite: 
         data = pa.Table.from_batches([data])
     for key in table.primary_key:
         if key in data.column_names and data.column(key).null_count:
-            raise MissingKeyError(f"{table.name}: primary key column {key!r} expected non-null, found {data.column(key).null_count} null(s)")
+            raise MissingKeyError(
+                f"{table.name}: primary key column {key!r} expected non-null, found {data.column(key).null_count} null(s)"
+            )
     rows = conform(data, arrow_schema(table.schema()), table_name=table.name)
     base = table.base_store
     change = table.change_store
     change_snapshot = change.current_snapshot() if change is not None else None
-    transaction_id = change_snapshot.sequence_number if change_snapshot is not None else 0
+    transaction_id = (change_snapshot.sequence_number or 0) if change_snapshot is not None else 0
     groups = []
     for group in split_rows(base, rows, table.primary_key, table.options.base_buckets):
         for piece in _chunks(group.rows, table.options.target_file_size):
@@ -66,7 +71,7 @@ def bulk_load(table: MixedTable, data: pa.Table | pa.RecordBatch, *, overwrite: 
     files = write_groups(base, groups, base.schema(), lambda g: writer.file_name(g.node, DataFileType.BASE_FILE, transaction_id))
     deleted = []
     summary: dict[str, str] = {}
-    stage = None
+    stage: Stager | None = None
     if overwrite:
         deleted = [live.data_file for live in live_files(base, base.current_snapshot())]
         if table.is_keyed:
@@ -75,14 +80,19 @@ def bulk_load(table: MixedTable, data: pa.Table | pa.RecordBatch, *, overwrite: 
             assert change is not None
             spec = change.spec()
             paths |= {
-                "" if spec.is_unpartitioned() else change.specs()[f.data_file.spec_id].partition_to_path(f.data_file.partition, change.schema())
+                ""
+                if spec.is_unpartitioned()
+                else change.specs()[f.data_file.spec_id].partition_to_path(f.data_file.partition, change.schema())
                 for f in live_files(change, change_snapshot)
             }
             now = int(time.time() * 1000)
-            sequences = {path: transaction_id for path in paths}
+            sequences = dict.fromkeys(paths, transaction_id)
+            times = dict.fromkeys(paths, now)
 
-            def stage(txn, snapshot_id):  # type: ignore[no-untyped-def]
-                stage_optimized_sequence(txn, snapshot_id, sequences, {path: now for path in paths})
+            def stage(txn: Transaction, snapshot_id: int) -> None:
+                stage_optimized_sequence(txn, snapshot_id, sequences, times)
 
             summary = summary_flags()
-    return commit_files(base, added=files, deleted=deleted, commit_id=commit_id, summary=summary, stage=stage, table_name=table.name)
+    return commit_files(
+        base, added=files, deleted=deleted, commit_id=commit_id, summary=summary, stage=stage, table_name=table.name
+    )

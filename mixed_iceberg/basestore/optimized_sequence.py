@@ -41,16 +41,33 @@ def summary_flags() -> dict[str, str]:
     return {f"{OPTIMIZED_SEQUENCE}.exist": "true", f"{BASE_OPTIMIZED_TIME}.exist": "true"}
 
 
-def _puffin_bytes(blobs: list[tuple[str, bytes]], snapshot_id: int, sequence_number: int) -> tuple[bytes, int, list[BlobMetadata]]:
+def _puffin_bytes(
+    blobs: list[tuple[str, bytes]], snapshot_id: int, sequence_number: int
+) -> tuple[bytes, int, list[BlobMetadata]]:
     body = bytearray(_MAGIC)
     entries = []
     metadata = []
     for blob_type, payload in blobs:
         entries.append(
-            {"type": blob_type, "fields": [], "snapshot-id": snapshot_id, "sequence-number": sequence_number,
-             "offset": len(body), "length": len(payload), "properties": {}}
+            {
+                "type": blob_type,
+                "fields": [],
+                "snapshot-id": snapshot_id,
+                "sequence-number": sequence_number,
+                "offset": len(body),
+                "length": len(payload),
+                "properties": {},
+            }
         )
-        metadata.append(BlobMetadata(type=blob_type, snapshot_id=snapshot_id, sequence_number=sequence_number, fields=[], properties={}))
+        metadata.append(
+            BlobMetadata(  # widened to any blob type by mixed_iceberg.compat
+                type=blob_type,  # type: ignore[arg-type]
+                snapshot_id=snapshot_id,
+                sequence_number=sequence_number,
+                fields=[],
+                properties={},
+            )
+        )
         body += payload
     footer_payload = json.dumps({"blobs": entries, "properties": {"created-by": "mixed-iceberg"}}).encode()
     footer = _MAGIC + footer_payload + struct.pack("<i", len(footer_payload)) + b"\x00\x00\x00\x00" + _MAGIC
@@ -72,7 +89,7 @@ def stage_optimized_sequence(
     ]
     data, footer_size, blobs = _puffin_bytes(payloads, snapshot_id, sequence_number)
     path = f"{metadata.location.rstrip('/')}/data/puffin/{snapshot_id}-{uuid.uuid4()}.puffin"
-    with txn._table.io.new_output(path).create(overwrite=True) as stream:  # noqa: SLF001 - the table's FileIO
+    with txn._table.io.new_output(path).create(overwrite=True) as stream:
         stream.write(data)
     statistics = StatisticsFile(
         snapshot_id=snapshot_id,

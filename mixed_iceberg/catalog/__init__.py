@@ -22,7 +22,9 @@ def _iceberg_catalog(config: CatalogConfig) -> Catalog:
             return SqlCatalog(config.name, **props)
         return RestCatalog(config.name, **props)
     except Exception as exc:  # driver and connection errors vary by backend; all are config problems here
-        raise ConfigError(f"catalog {config.name!r} ({config.type}, uri {props.get('uri')!r}) could not be opened: {exc}") from exc
+        raise ConfigError(
+            f"catalog {config.name!r} ({config.type}, uri {props.get('uri')!r}) could not be opened: {exc}"
+        ) from exc
 
 
 def load_catalog(name: str = "local", *, config_path: str | Path | None = None, **overrides: str) -> MixedCatalog:

@@ -146,5 +146,7 @@ def load_catalog_config(name: str, path: Path | None = None, overrides: Mapping[
         raise ConfigError(f"catalog config {path}: catalog {name!r} is invalid: {exc}") from exc
     home = Path(os.environ.get("MIXED_ICEBERG_HOME") or path.resolve().parent.parent)
     if config.type == "sql" and not {"uri", "warehouse"} <= config.properties.keys():
-        raise ConfigError(f"catalog {name!r}: a sql catalog needs properties 'uri' and 'warehouse'; found {sorted(config.properties)}")
+        raise ConfigError(
+            f"catalog {name!r}: a sql catalog needs properties 'uri' and 'warehouse'; found {sorted(config.properties)}"
+        )
     return config.model_copy(update={"properties": _resolve_paths(config.properties, home)})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from pyiceberg.partitioning import PARTITION_FIELD_ID_START, PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
@@ -23,7 +24,7 @@ from mixed_iceberg.exceptions import ConfigError
 __all__ = ["partition_spec"]
 
 _CALL = re.compile(r"^\s*(\w+)\s*\(\s*(?:(\d+)\s*,\s*)?(\w+)\s*\)\s*$")
-_UNARY: dict[str, Transform[object, object]] = {
+_UNARY: dict[str, Transform[Any, Any]] = {
     "identity": IdentityTransform(),
     "year": YearTransform(),
     "month": MonthTransform(),
@@ -32,7 +33,7 @@ _UNARY: dict[str, Transform[object, object]] = {
 }
 
 
-def _transform(text: str) -> tuple[str, Transform[object, object], str]:
+def _transform(text: str) -> tuple[str, Transform[Any, Any], str]:
     """(source column, transform, partition field name) for one spec string."""
     if re.fullmatch(r"\s*\w+\s*", text):
         column = text.strip()
@@ -45,9 +46,11 @@ def _transform(text: str) -> tuple[str, Transform[object, object], str]:
         suffix = "" if name == "identity" else f"_{name}"
         return column, _UNARY[name], f"{column}{suffix}"
     if name in ("bucket", "truncate") and width is not None:
-        transform: Transform[object, object] = BucketTransform(int(width)) if name == "bucket" else TruncateTransform(int(width))
+        transform: Transform[Any, Any] = BucketTransform(int(width)) if name == "bucket" else TruncateTransform(int(width))
         return column, transform, f"{column}_{name}"
-    raise ConfigError(f"partition spec {text!r}: unknown transform {name!r}; expected identity, year, month, day, hour, bucket(N, col) or truncate(N, col)")
+    raise ConfigError(
+        f"partition spec {text!r}: unknown transform {name!r}; expected identity, year, month, day, hour, bucket(N, col) or truncate(N, col)"
+    )
 
 
 def partition_spec(partition_by: Sequence[str] | PartitionSpec | None, schema: Schema) -> PartitionSpec:
@@ -65,5 +68,7 @@ def partition_spec(partition_by: Sequence[str] | PartitionSpec | None, schema: S
             source = schema.find_field(column)
         except ValueError as exc:
             raise ConfigError(f"partition spec {text!r}: column {column!r} not in schema {schema.column_names}") from exc
-        fields.append(PartitionField(source_id=source.field_id, field_id=PARTITION_FIELD_ID_START + offset, transform=transform, name=name))
+        fields.append(
+            PartitionField(source_id=source.field_id, field_id=PARTITION_FIELD_ID_START + offset, transform=transform, name=name)
+        )
     return PartitionSpec(*fields)

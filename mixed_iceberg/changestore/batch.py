@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from mixed_iceberg.exceptions import InvalidChangeActionError, MissingKeyError, SchemaMismatchError
 from mixed_iceberg.schema import conform
 
-__all__ = ["ACTION_COLUMN", "ACTION_CODES", "ChangeRows", "normalize_changes"]
+__all__ = ["ACTION_CODES", "ACTION_COLUMN", "ChangeRows", "normalize_changes"]
 
 ACTION_COLUMN = "_change_action"
 #: Amoro's byte ids (ChangeAction.java) by wire string.
@@ -39,7 +39,7 @@ class ChangeRows:
 
     @property
     def num_rows(self) -> int:
-        return self.data.num_rows
+        return int(self.data.num_rows)
 
 
 def _action_codes(column: pa.ChunkedArray, table_name: str) -> npt.NDArray[np.int8]:
@@ -51,7 +51,7 @@ def _action_codes(column: pa.ChunkedArray, table_name: str) -> npt.NDArray[np.in
     index = pc.index_in(column, value_set=names)
     if index.null_count:
         bad_mask = pc.is_null(index)
-        first_row = int(pc.index(bad_mask, True).as_py())
+        first_row: int = pc.index(bad_mask, True).as_py()
         bad_values = pc.unique(pc.filter(column, bad_mask)).to_pylist()[:5]
         raise InvalidChangeActionError(
             f"{table_name}: {ACTION_COLUMN} expected one of {_ACTION_NAMES}, found {bad_values} "
@@ -78,7 +78,9 @@ def normalize_changes(
     if isinstance(changes, pa.RecordBatch):
         changes = pa.Table.from_batches([changes])
     if not isinstance(changes, pa.Table):
-        raise SchemaMismatchError(f"{table_name}: expected a pyarrow Table or RecordBatch of changes, found {type(changes).__name__}")
+        raise SchemaMismatchError(
+            f"{table_name}: expected a pyarrow Table or RecordBatch of changes, found {type(changes).__name__}"
+        )
     if ACTION_COLUMN not in changes.column_names:
         raise InvalidChangeActionError(
             f"{table_name}: expected a {ACTION_COLUMN!r} column with +I/-U/+U/-D, found columns {changes.column_names}"
@@ -91,5 +93,7 @@ def normalize_changes(
         nulls = data.column(key).null_count
         if nulls:
             first_row = int(pc.index(pc.is_null(data.column(key)), True).as_py())
-            raise MissingKeyError(f"{table_name}: primary key column {key!r} expected non-null, found {nulls} null(s), first at row {first_row}")
+            raise MissingKeyError(
+                f"{table_name}: primary key column {key!r} expected non-null, found {nulls} null(s), first at row {first_row}"
+            )
     return ChangeRows(conform(data, target, table_name=table_name), actions)

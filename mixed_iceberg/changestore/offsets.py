@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["INSERT", "DELETE", "UPDATE_AFTER", "UPDATE_BEFORE", "assign_offsets", "route_rows"]
+__all__ = ["DELETE", "INSERT", "UPDATE_AFTER", "UPDATE_BEFORE", "assign_offsets", "route_rows"]
 
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
 
@@ -19,7 +19,8 @@ INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
 def assign_offsets(actions: npt.NDArray[np.int8], start: int) -> npt.NDArray[np.int64]:
     """Offsets for ``actions`` continuing after ``start`` (the writer's last offset)."""
     steps = (actions != UPDATE_AFTER).astype(np.int64)
-    return start + np.cumsum(steps)
+    offsets: npt.NDArray[np.int64] = start + np.cumsum(steps)
+    return offsets
 
 
 def route_rows(actions: npt.NDArray[np.int8], *, upsert: bool) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:

@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from mixed_iceberg.changestore.batch import ChangeRows, normalize_changes
@@ -47,7 +48,7 @@ class ChangeTransaction:
         self._summary = dict(summary or {})
         self._writer = writer or WriterIdentity()
         self._target = arrow_schema(table.schema(), field_ids=False)
-        self._batches: list[tuple[pa.Table, np.ndarray]] = []
+        self._batches: list[tuple[pa.Table, npt.NDArray[np.int8]]] = []
         self._offset = 0
         self._state = "open"
         self.outcome: CommitOutcome | None = None
@@ -80,6 +81,7 @@ class ChangeTransaction:
         self._require_open()
         self._state = "committing"
         store = self._table.change_store
+        assert store is not None, "keyed tables always have a ChangeStore"
         files = []
         if self._batches:
             data = pa.concat_tables([batch for batch, _ in self._batches])
@@ -92,10 +94,19 @@ class ChangeTransaction:
             self._state = "committed"
             self.outcome = CommitOutcome(None, True, 0, 0, 0.0)
             return self.outcome
-        self.outcome = commit_files(store, added=files, commit_id=self._commit_id, summary=self._summary, table_name=self._table.name)
+        self.outcome = commit_files(
+            store, added=files, commit_id=self._commit_id, summary=self._summary, table_name=self._table.name
+        )
         self._state = "committed"
         rows = sum(batch.num_rows for batch, _ in self._batches)
-        log.info("%s: change commit %s rows=%d files=%d skipped=%s", self._table.name, self._commit_id, rows, len(files), self.outcome.skipped)
+        log.info(
+            "%s: change commit %s rows=%d files=%d skipped=%s",
+            self._table.name,
+            self._commit_id,
+            rows,
+            len(files),
+            self.outcome.skipped,
+        )
         self._batches.clear()
         return self.outcome
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,7 +21,7 @@ from pyiceberg.table import Table
 
 from mixed_iceberg.format import DataTreeNode, format_file_name
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, change_file_schema
-from mixed_iceberg.store.layout import split_rows
+from mixed_iceberg.store.layout import RowGroup, split_rows
 from mixed_iceberg.store.writing import write_groups
 from mixed_iceberg.typedef import DataFileType
 
@@ -54,6 +54,10 @@ class WriterIdentity:
         )
 
 
+def _namer(writer: WriterIdentity, file_type: DataFileType, transaction_id: int) -> Callable[[RowGroup], str]:
+    return lambda group: writer.file_name(group.node, file_type, transaction_id)
+
+
 def write_change_files(
     store: Table,
     rows: pa.Table,
@@ -77,5 +81,5 @@ def write_change_files(
         if not mask.any():
             continue
         groups = split_rows(store, rows.filter(pa.array(mask)), primary_key, buckets)
-        files += write_groups(store, groups, file_schema, lambda g, t=file_type: writer.file_name(g.node, t, transaction_id))
+        files += write_groups(store, groups, file_schema, _namer(writer, file_type, transaction_id))
     return files

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.expressions import AlwaysTrue
@@ -30,7 +31,7 @@ _ROW = "__row"
 _ORDER = "__order"
 
 
-def _paired(side: pa.Table, other: pa.Table, keys: list[str]) -> np.ndarray:
+def _paired(side: pa.Table, other: pa.Table, keys: list[str]) -> npt.NDArray[np.bool_]:
     """For each row of ``side``: does ``other`` hold a row with the same key, partition and LSN?"""
     join_keys = [*keys, LSN, *([PART] if PART in side.column_names else [])]
     probe = side.select(join_keys).append_column(_ROW, pa.array(np.arange(side.num_rows, dtype=np.int64)))
@@ -87,8 +88,14 @@ class ChangeScan:
         keys = list(table.primary_key)
         partitioned = not change.spec().is_unpartitioned()
         partitions = PartitionIndex(change.specs(), schema)
-        refs = plan_change_files(live_files(change, self._end), partitions, {}, from_sequence=self.from_sequence, to_sequence=self.to_sequence)
+        refs = plan_change_files(
+            live_files(change, self._end), partitions, {}, from_sequence=self.from_sequence, to_sequence=self.to_sequence
+        )
         columns = schema.column_names
-        inserts = read_change_rows(change.io, schema, [r for r in refs if not r.is_delete], columns, AlwaysTrue(), with_partition=partitioned)
-        deletes = read_change_rows(change.io, schema, [r for r in refs if r.is_delete], columns, AlwaysTrue(), with_partition=partitioned)
+        inserts = read_change_rows(
+            change.io, schema, [r for r in refs if not r.is_delete], columns, AlwaysTrue(), with_partition=partitioned
+        )
+        deletes = read_change_rows(
+            change.io, schema, [r for r in refs if r.is_delete], columns, AlwaysTrue(), with_partition=partitioned
+        )
         return label_actions(inserts, deletes, keys)

@@ -34,7 +34,9 @@ def _conjuncts(expr: BooleanExpression) -> list[BooleanExpression]:
     return [expr]
 
 
-def split_filter(row_filter: str | BooleanExpression | None, schema: Schema, primary_key: Sequence[str], case_sensitive: bool = True) -> SplitFilter:
+def split_filter(
+    row_filter: str | BooleanExpression | None, schema: Schema, primary_key: Sequence[str], case_sensitive: bool = True
+) -> SplitFilter:
     """Parse ``row_filter`` and pick its key-only conjuncts."""
     full = _parse_row_filter(row_filter) if row_filter is not None else AlwaysTrue()
     key_ids = {schema.find_field(name, case_sensitive).field_id for name in primary_key}

@@ -34,9 +34,13 @@ def pack_lsn(transaction_ids: npt.NDArray[np.int64], offsets: npt.NDArray[np.int
         CorruptTableError: an id or offset does not fit (ids < 2^31, offsets < 2^32 - 1).
     """
     if len(offsets) and (int(offsets.max()) >= BASE_OFFSET or int(offsets.min()) < 0):
-        raise CorruptTableError(f"file offsets must lie in [0, {BASE_OFFSET - 1}]; found {int(offsets.min())}..{int(offsets.max())}")
+        raise CorruptTableError(
+            f"file offsets must lie in [0, {BASE_OFFSET - 1}]; found {int(offsets.min())}..{int(offsets.max())}"
+        )
     if len(transaction_ids) and (int(transaction_ids.max()) >= 2**31 or int(transaction_ids.min()) < 0):
-        raise CorruptTableError(f"transaction ids must lie in [0, 2^31); found {int(transaction_ids.min())}..{int(transaction_ids.max())}")
+        raise CorruptTableError(
+            f"transaction ids must lie in [0, 2^31); found {int(transaction_ids.min())}..{int(transaction_ids.max())}"
+        )
     return (transaction_ids.astype(np.int64) << 32) | offsets.astype(np.int64)
 
 

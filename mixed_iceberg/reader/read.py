@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.dataset as ds
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.expressions.visitors import bind
 from pyiceberg.io import FileIO
-from pyiceberg.io.pyarrow import PyArrowFileIO, expression_to_pyarrow
+from pyiceberg.io.pyarrow import ArrowScan, PyArrowFileIO, expression_to_pyarrow
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
-from pyiceberg.expressions.visitors import bind
-from pyiceberg.io.pyarrow import ArrowScan
 
 from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, PART, pack_lsn
 from mixed_iceberg.reader.plan import ChangeFileRef
@@ -64,7 +64,13 @@ def read_change_rows(
     return _tag_change(rows.drop_columns([_FRAGMENT]), tx, offsets, part, with_partition)
 
 
-def _tag_change(rows: pa.Table, tx: np.ndarray, offsets: np.ndarray, part: np.ndarray, with_partition: bool) -> pa.Table:
+def _tag_change(
+    rows: pa.Table,
+    tx: npt.NDArray[np.int64],
+    offsets: npt.NDArray[np.int64],
+    part: npt.NDArray[np.int32],
+    with_partition: bool,
+) -> pa.Table:
     rows = rows.drop_columns([FILE_OFFSET_FIELD.name]).append_column(LSN, pa.array(pack_lsn(tx, offsets)))
     return rows.append_column(PART, pa.array(part)) if with_partition else rows
 

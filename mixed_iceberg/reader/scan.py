@@ -61,7 +61,9 @@ class MixedScan:
         change = table.change_store
         if change is None:
             snap_id = base_snapshot_id or snapshot_id
-            return None, self._snapshot(base.metadata.snapshot_by_id(snap_id) if snap_id else base.current_snapshot(), snap_id, "BaseStore")
+            return None, self._snapshot(
+                base.metadata.snapshot_by_id(snap_id) if snap_id else base.current_snapshot(), snap_id, "BaseStore"
+            )
         change_snapshot = change.metadata.snapshot_by_id(snapshot_id) if snapshot_id else change.current_snapshot()
         self._snapshot(change_snapshot, snapshot_id, "ChangeStore")
         if base_snapshot_id is not None:
@@ -97,7 +99,13 @@ class MixedScan:
         partitioned = not base.spec().is_unpartitioned()
         partitions = PartitionIndex(base.specs(), schema)
         base_groups: dict[tuple[int, int], list[FileScanTask]] = defaultdict(list)
-        base_tasks = base.scan(row_filter=self.filter.full, snapshot_id=self.base_snapshot.snapshot_id, case_sensitive=self.case_sensitive).plan_files() if self.base_snapshot else []
+        base_tasks = (
+            base.scan(
+                row_filter=self.filter.full, snapshot_id=self.base_snapshot.snapshot_id, case_sensitive=self.case_sensitive
+            ).plan_files()
+            if self.base_snapshot
+            else []
+        )
         for task in base_tasks:
             meta = parse_base(task.file.file_path)
             path = "" if not partitioned else base.specs()[task.file.spec_id].partition_to_path(task.file.partition, schema)
@@ -109,8 +117,14 @@ class MixedScan:
         if change is None or not keys:
             return data.select(output)
         optimized = read_optimized_sequence(base, self.base_snapshot)
-        refs = plan_change_files(live_files(change, self.change_snapshot, self.filter.keys, partition_filter=self.filter.full), partitions, optimized)
-        inserts = read_change_rows(change.io, schema, [r for r in refs if not r.is_delete], needed, self.filter.full, with_partition=partitioned)
-        deletes = read_change_rows(change.io, schema, [r for r in refs if r.is_delete], keys, self.filter.keys, with_partition=partitioned)
+        refs = plan_change_files(
+            live_files(change, self.change_snapshot, self.filter.keys, partition_filter=self.filter.full), partitions, optimized
+        )
+        inserts = read_change_rows(
+            change.io, schema, [r for r in refs if not r.is_delete], needed, self.filter.full, with_partition=partitioned
+        )
+        deletes = read_change_rows(
+            change.io, schema, [r for r in refs if r.is_delete], keys, self.filter.keys, with_partition=partitioned
+        )
         data = pa.concat_tables([data.select(inserts.column_names), inserts], promote_options="permissive")
         return merge_latest(data, deletes, keys).select(output)

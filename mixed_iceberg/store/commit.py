@@ -49,7 +49,7 @@ class CommitOutcome:
     duration_s: float
 
 
-class _AlreadyCommitted(Exception):
+class _AlreadyCommittedError(Exception):
     """Raised inside a retry when the commit id turned out to be committed meanwhile."""
 
 
@@ -81,7 +81,7 @@ class _IdempotentTransaction(Transaction):
     def _rebuild_snapshot_updates(self) -> None:
         # pyiceberg refreshed the table just before this call: the id may have landed meanwhile.
         if self._commit_id is not None and _is_committed(self._table, self._commit_id):
-            raise _AlreadyCommitted(str(self._commit_id))
+            raise _AlreadyCommittedError(str(self._commit_id))
         super()._rebuild_snapshot_updates()
 
 
@@ -128,7 +128,7 @@ def commit_files(
     txn = _IdempotentTransaction(table, commit_id)
     update = txn.update_snapshot(snapshot_properties=properties)
     producer = update.overwrite() if deleted else update.fast_append()
-    snapshot_id = producer._snapshot_id  # noqa: SLF001 - stable across retries; statistics attach to it
+    snapshot_id = producer._snapshot_id
     with producer:
         for data_file in deleted:
             producer.delete_data_file(data_file)
@@ -138,7 +138,7 @@ def commit_files(
         stage(txn, snapshot_id)
     try:
         txn.commit_transaction()
-    except _AlreadyCommitted:
+    except _AlreadyCommittedError:
         log.info("%s: commit %s landed concurrently; skipped", name, commit_id)
         _delete_files(table, added)
         return CommitOutcome(None, True, 0, 0, time.monotonic() - started)
@@ -147,7 +147,9 @@ def commit_files(
         _delete_files(table, added)
         raise CommitConflictError(f"{name}: commit conflicted with a concurrent change and did not land: {exc}") from exc
     except Exception as exc:
-        raise CommitError(f"{name}: commit outcome unknown ({type(exc).__name__}: {exc}); files kept for orphan cleaning") from exc
+        raise CommitError(
+            f"{name}: commit outcome unknown ({type(exc).__name__}: {exc}); files kept for orphan cleaning"
+        ) from exc
     duration = time.monotonic() - started
     log.info("%s: committed snapshot %s (+%d -%d files) in %.1f ms", name, snapshot_id, len(added), len(deleted), duration * 1000)
     return CommitOutcome(snapshot_id, False, len(added), len(deleted), duration)

@@ -68,13 +68,13 @@ def live_files(
         metrics_planner = planner
     manifest_ok = {}
     partition_ok = {}
-    metrics_ok = metrics_planner._build_metrics_evaluator()  # noqa: SLF001 - pyiceberg's own pruning, reused with our cache
+    metrics_ok = metrics_planner._build_metrics_evaluator()
     result: list[LiveFile] = []
     for manifest in snapshot.manifests(table.io):
         spec_id = manifest.partition_spec_id
         if spec_id not in manifest_ok:
-            manifest_ok[spec_id] = planner._build_manifest_evaluator(spec_id)  # noqa: SLF001
-            partition_ok[spec_id] = planner._build_partition_evaluator(spec_id)  # noqa: SLF001
+            manifest_ok[spec_id] = planner._build_manifest_evaluator(spec_id)
+            partition_ok[spec_id] = planner._build_partition_evaluator(spec_id)
         if not manifest_ok[spec_id](manifest):
             continue
         for data_file, sequence, snapshot_id in _entries(table, manifest):

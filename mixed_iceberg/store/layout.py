@@ -46,7 +46,9 @@ def _node_slices(rows: pa.Table, nodes: npt.NDArray[np.int64]) -> list[tuple[int
     sorted_rows = rows.take(pa.array(order))
     ids, starts = np.unique(nodes[order], return_index=True)
     ends = [*starts[1:], len(order)]
-    return [(int(node), sorted_rows.slice(int(start), int(end - start))) for node, start, end in zip(ids, starts, ends, strict=True)]
+    return [
+        (int(node), sorted_rows.slice(int(start), int(end - start))) for node, start, end in zip(ids, starts, ends, strict=True)
+    ]
 
 
 def split_rows(store: Table, rows: pa.Table, primary_key: Sequence[str], buckets: int) -> list[RowGroup]:

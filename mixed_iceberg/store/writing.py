@@ -15,7 +15,9 @@ from mixed_iceberg.store.layout import RowGroup
 __all__ = ["write_groups"]
 
 
-def write_groups(store: Table, groups: Sequence[RowGroup], file_schema: Schema, name: Callable[[RowGroup], str]) -> list[DataFile]:
+def write_groups(
+    store: Table, groups: Sequence[RowGroup], file_schema: Schema, name: Callable[[RowGroup], str]
+) -> list[DataFile]:
     """One Parquet file per group, named by ``name``, written by up to four threads."""
     spec_id = store.spec().spec_id
     properties = store.properties
@@ -23,7 +25,9 @@ def write_groups(store: Table, groups: Sequence[RowGroup], file_schema: Schema, 
 
     def write(job: tuple[str, RowGroup]) -> DataFile:
         path, group = job
-        return write_data_file(store.io, path, group.rows, file_schema, spec_id=spec_id, partition=group.partition, properties=properties)
+        return write_data_file(
+            store.io, path, group.rows, file_schema, spec_id=spec_id, partition=group.partition, properties=properties
+        )
 
     if len(jobs) <= 1:
         return [write(job) for job in jobs]

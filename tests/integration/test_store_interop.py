@@ -56,7 +56,10 @@ def test_pyiceberg_and_duckdb_read_each_store_identically(tmp_path: Path, partit
 def test_readers_agree_after_bulk_overwrite_with_puffin_statistics(tmp_path: Path) -> None:
     table = local_catalog(tmp_path).create_table("db.orders", ORDERS_SCHEMA, primary_key=["id"])
     _populate(table)
-    table.bulk_load(pa.table({"id": pa.array([1], pa.int64()), "cat": ["a"], "qty": pa.array([1], pa.int32()), "price": [1.0]}), overwrite=True)
+    table.bulk_load(
+        pa.table({"id": pa.array([1], pa.int64()), "cat": ["a"], "qty": pa.array([1], pa.int32()), "price": [1.0]}),
+        overwrite=True,
+    )
     assert rows_of(read_iceberg(table.base_store.metadata_location).select(ORDERS_SCHEMA.names)) == [(1, "a", 1, 1.0)]
     assert rows_of(table.scan().to_arrow()) == [(1, "a", 1, 1.0)]
 
@@ -86,5 +89,6 @@ def test_keyed_tables_on_real_s3_server(tmp_path: Path, s3_endpoint: S3Endpoint)
     )
     table = catalog.create_table("db.orders", ORDERS_SCHEMA, primary_key=["id"], partition_by=["cat"])
     _populate(table)
-    assert table.change_store is not None and table.change_store.location().startswith("s3://")
+    assert table.change_store is not None
+    assert table.change_store.location().startswith("s3://")
     _assert_readers_agree(table, s3_endpoint)

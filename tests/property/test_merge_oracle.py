@@ -63,7 +63,9 @@ def replay(initial: list[Row], txns: list[list[Row]]) -> list[tuple[object, ...]
 @pytest.mark.parametrize("partition_by", [None, ["cat"]], ids=["unpartitioned", "partitioned-by-mutable-cat"])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(history=cdc_histories())
-def test_merged_read_equals_replay(tmp_path: Path, partition_by: list[str] | None, history: tuple[list[Row], list[list[Row]]]) -> None:
+def test_merged_read_equals_replay(
+    tmp_path: Path, partition_by: list[str] | None, history: tuple[list[Row], list[list[Row]]]
+) -> None:
     initial, txns = history
     catalog = local_catalog(tmp_path / "cat")
     table = catalog.create_table(f"db.t{next(_names)}", ORDERS_SCHEMA, primary_key=["id"], partition_by=partition_by)

@@ -13,7 +13,6 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from tests.property.test_merge_oracle import cdc_histories
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
@@ -38,7 +37,9 @@ FILTERS = [
 @given(history=cdc_histories())
 def test_filtered_scan_equals_scan_then_filter(tmp_path: Path, partition_by: list[str] | None, history: tuple) -> None:  # type: ignore[type-arg]
     initial, txns = history
-    table = local_catalog(tmp_path / "c").create_table(f"db.p{next(_names)}", ORDERS_SCHEMA, primary_key=["id"], partition_by=partition_by)
+    table = local_catalog(tmp_path / "c").create_table(
+        f"db.p{next(_names)}", ORDERS_SCHEMA, primary_key=["id"], partition_by=partition_by
+    )
     if initial:
         table.bulk_load(changes(initial).drop_columns(["_change_action"]))
     for ops in txns:

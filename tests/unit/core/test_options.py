@@ -33,7 +33,9 @@ def test_defaults_are_amoros(key: str, default: object) -> None:
 
 
 def test_typed_options_parse_once() -> None:
-    options = TableOptions.from_properties({"change.file-index.hash-bucket": "16", "write.upsert.enabled": "TRUE", "log-store.topic": "t"})
+    options = TableOptions.from_properties(
+        {"change.file-index.hash-bucket": "16", "write.upsert.enabled": "TRUE", "log-store.topic": "t"}
+    )
     assert (options.change_buckets, options.base_buckets, options.upsert, options.log_store_topic) == (16, 4, True, "t")
 
 
