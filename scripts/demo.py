@@ -9,6 +9,7 @@ this scripted stream once it exists.)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import time
 
@@ -66,10 +67,8 @@ def main() -> None:
     rng = np.random.default_rng(7)
 
     catalog = load_catalog(args.catalog)
-    try:
+    with contextlib.suppress(NoSuchTableError):
         catalog.drop_table(args.table, purge=True)
-    except NoSuchTableError:
-        pass
     table = catalog.create_table(args.table, SCHEMA, primary_key=["id"], properties={"write.upsert.enabled": "false"})
     print(f"created {table} in catalog {catalog.name}")
 
@@ -91,14 +90,18 @@ def main() -> None:
     with table.new_transaction(("demo-writer", args.commits)) as txn:  # replay of the last commit id
         txn.write(last_batch)
     replay = "skipped (idempotent)" if txn.outcome and txn.outcome.skipped else "APPLIED TWICE"
-    print(f"committed {args.commits} CDC transactions, {changes_written:,} change rows; median commit {np.median(commit_ms):.1f} ms; replay of the last one: {replay}")
+    print(
+        f"committed {args.commits} CDC transactions, {changes_written:,} change rows; median commit {np.median(commit_ms):.1f} ms; replay of the last one: {replay}"
+    )
 
     t0 = time.perf_counter()
     merged = table.scan().to_arrow()
     read_s = time.perf_counter() - t0
     assert table.change_store is not None
-    print(f"merged view: {merged.num_rows:,} rows (expected {len(live):,}) read in {read_s:.2f} s from "
-          f"{len(table.base_store.inspect.files())} base + {len(table.change_store.inspect.files())} change files")
+    print(
+        f"merged view: {merged.num_rows:,} rows (expected {len(live):,}) read in {read_s:.2f} s from "
+        f"{len(table.base_store.inspect.files())} base + {len(table.change_store.inspect.files())} change files"
+    )
     ok = merged.num_rows == len(live) and pc.all(pc.is_in(merged.column("id"), value_set=pa.array(live))).as_py()
     for row in merged.sort_by("id").slice(0, 5).to_pylist():
         print("  ", row)
