@@ -86,7 +86,8 @@ ensure_bindir() {
 
 as_owner() {
     if [[ $EUID -eq 0 ]]; then
-        runuser -u "$OS_USER" -- "$@"
+        # From /, since the owner may not be allowed into the caller's working directory.
+        (cd / && runuser -u "$OS_USER" -- "$@")
     else
         "$@"
     fi
