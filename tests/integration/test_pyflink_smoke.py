@@ -76,6 +76,7 @@ def test_venv_has_forced_pyarrow_and_pyiceberg() -> None:
     assert PyArrowFileIO is not None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["process", "thread"])
 def test_pyflink_job_uses_pyiceberg_and_pyarrow_in_python_functions(mode: str, tmp_path: Path) -> None:
     script = tmp_path / "job.py"
