@@ -207,6 +207,7 @@ start() {
     pid=$!
     echo "$pid" >"$PIDFILE"
     echo "http://127.0.0.1:$S3_PORT" >"$STATE/endpoint"
+    echo "$S3_PORT $MASTER_PORT $VOLUME_PORT $FILER_PORT $ADMIN_PORT" >"$STATE/ports"
     if ! wait_ready "$pid" "$(endpoint)"; then
         tail -n 20 "$LOG" >&2 || true
         stop
@@ -233,7 +234,12 @@ stop() {
         log "pid $pid ignored SIGTERM for 20 s; sending SIGKILL"
         kill -KILL "$pid" 2>/dev/null || true
     fi
-    rm -f "$PIDFILE" "$STATE/endpoint"
+    # weed does not always remove its gRPC sockets (/tmp/seaweedfs-<component>-grpc-<port>.sock).
+    local port
+    for port in $(cat "$STATE/ports" 2>/dev/null); do
+        rm -f /tmp/seaweedfs-*-grpc-"$((port + 10000))".sock
+    done
+    rm -f "$PIDFILE" "$STATE/endpoint" "$STATE/ports"
     log "stopped (pid $pid)"
 }
 
