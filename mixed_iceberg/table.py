@@ -102,7 +102,7 @@ class MixedTable:
         """
         if not self.is_keyed:
             raise NotKeyedTableError(f"{self.name}: change transactions need a keyed table; this one has no primary key")
-        self.refresh()
+        # No refresh here: the commit refreshes the ChangeStore itself, right before committing.
         return ChangeTransaction(self, _commit_id(commit_id), summary=summary, writer=writer)
 
     def bulk_load(

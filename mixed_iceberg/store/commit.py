@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table, Transaction
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.update import TableUpdate, update_table_metadata
 
 from mixed_iceberg.exceptions import CommitConflictError, CommitError
 from mixed_iceberg.typedef import CommitId
@@ -77,6 +79,19 @@ class _IdempotentTransaction(Transaction):
     def __init__(self, table: Table, commit_id: CommitId | None) -> None:
         super().__init__(table, autocommit=False)
         self._commit_id = commit_id
+        self._metadata_cache: tuple[TableMetadata, tuple[TableUpdate, ...], TableMetadata] | None = None
+
+    @property
+    def table_metadata(self) -> TableMetadata:
+        # pyiceberg 0.12 rebuilds (and deep-copies) the whole metadata on every access, about
+        # 19 times per commit, so commit cost grew with the snapshot count (iceberg-python
+        # #2673). The result depends only on the base metadata and the staged updates, both
+        # replaced (never mutated) when they change, so it is cached on their identity.
+        cache = self._metadata_cache
+        if cache is None or cache[0] is not self._table.metadata or cache[1] is not self._updates:
+            cache = (self._table.metadata, self._updates, update_table_metadata(self._table.metadata, self._updates))
+            self._metadata_cache = cache
+        return cache[2]
 
     def _rebuild_snapshot_updates(self) -> None:
         # pyiceberg refreshed the table just before this call: the id may have landed meanwhile.
