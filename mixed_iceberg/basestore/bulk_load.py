@@ -23,7 +23,7 @@ from mixed_iceberg.exceptions import MissingKeyError
 from mixed_iceberg.schema import arrow_schema, conform
 from mixed_iceberg.store.commit import CommitOutcome, Stager, commit_files
 from mixed_iceberg.store.entries import live_files
-from mixed_iceberg.store.layout import split_rows
+from mixed_iceberg.store.layout import partition_path, split_rows
 from mixed_iceberg.store.writing import write_groups
 from mixed_iceberg.typedef import CommitId, DataFileType
 
@@ -78,13 +78,7 @@ def bulk_load(
             paths = {group.partition_path for group in groups}
             paths |= set(read_optimized_sequence(base, base.current_snapshot()))
             assert change is not None
-            spec = change.spec()
-            paths |= {
-                ""
-                if spec.is_unpartitioned()
-                else change.specs()[f.data_file.spec_id].partition_to_path(f.data_file.partition, change.schema())
-                for f in live_files(change, change_snapshot)
-            }
+            paths |= {partition_path(change, f.data_file) for f in live_files(change, change_snapshot)}
             now = int(time.time() * 1000)
             sequences = dict.fromkeys(paths, transaction_id)
             times = dict.fromkeys(paths, now)

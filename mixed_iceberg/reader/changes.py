@@ -87,9 +87,9 @@ class ChangeScan:
         schema = table.schema()
         keys = list(table.primary_key)
         partitioned = not change.spec().is_unpartitioned()
-        partitions = PartitionIndex(change.specs(), schema)
+        partitions = PartitionIndex()
         refs = plan_change_files(
-            live_files(change, self._end), partitions, {}, from_sequence=self.from_sequence, to_sequence=self.to_sequence
+            change, live_files(change, self._end), partitions, {}, from_sequence=self.from_sequence, to_sequence=self.to_sequence
         )
         columns = schema.column_names
         inserts = read_change_rows(

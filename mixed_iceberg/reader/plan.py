@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pyiceberg.partitioning import PartitionSpec
-from pyiceberg.schema import Schema
+from pyiceberg.table import Table
 
 from mixed_iceberg.format import parse_change
 from mixed_iceberg.store.entries import LiveFile
+from mixed_iceberg.store.layout import partition_path
 from mixed_iceberg.typedef import DataFileType
 
 __all__ = ["ChangeFileRef", "PartitionIndex", "plan_change_files"]
@@ -23,14 +23,8 @@ __all__ = ["ChangeFileRef", "PartitionIndex", "plan_change_files"]
 class PartitionIndex:
     """Dense ordinals for partition paths, so rows can carry their partition as an int."""
 
-    def __init__(self, specs: Mapping[int, PartitionSpec], schema: Schema) -> None:
-        self._specs = specs
-        self._schema = schema
+    def __init__(self) -> None:
         self._ordinals: dict[str, int] = {}
-
-    def path(self, live: LiveFile) -> str:
-        spec = self._specs[live.data_file.spec_id]
-        return "" if spec.is_unpartitioned() else spec.partition_to_path(live.data_file.partition, self._schema)
 
     def ordinal(self, path: str) -> int:
         return self._ordinals.setdefault(path, len(self._ordinals))
@@ -53,6 +47,7 @@ class ChangeFileRef:
 
 
 def plan_change_files(
+    store: Table,
     files: Sequence[LiveFile],
     partitions: PartitionIndex,
     optimized_sequence: Mapping[str, int],
@@ -66,7 +61,7 @@ def plan_change_files(
     """
     refs = []
     for live in files:
-        path = partitions.path(live)
+        path = partition_path(store, live.data_file)
         floor = from_sequence if from_sequence is not None else optimized_sequence.get(path, -1)
         if live.sequence_number <= floor or (to_sequence is not None and live.sequence_number > to_sequence):
             continue

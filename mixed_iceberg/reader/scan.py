@@ -23,6 +23,7 @@ from mixed_iceberg.reader.merge import merge_latest
 from mixed_iceberg.reader.plan import PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import read_base_rows, read_change_rows
 from mixed_iceberg.store.entries import live_files
+from mixed_iceberg.store.layout import partition_path
 
 if TYPE_CHECKING:
     from mixed_iceberg.table import MixedTable
@@ -97,7 +98,7 @@ class MixedScan:
         needed = [n for n in schema.column_names if n in output or n in keys]
         base = table.base_store
         partitioned = not base.spec().is_unpartitioned()
-        partitions = PartitionIndex(base.specs(), schema)
+        partitions = PartitionIndex()
         base_groups: dict[tuple[int, int], list[FileScanTask]] = defaultdict(list)
         base_tasks = (
             base.scan(
@@ -108,8 +109,7 @@ class MixedScan:
         )
         for task in base_tasks:
             meta = parse_base(task.file.file_path)
-            path = "" if not partitioned else base.specs()[task.file.spec_id].partition_to_path(task.file.partition, schema)
-            base_groups[(meta.transaction_id, partitions.ordinal(path))].append(task)
+            base_groups[(meta.transaction_id, partitions.ordinal(partition_path(base, task.file)))].append(task)
         projected = schema.select(*needed, case_sensitive=self.case_sensitive)
         groups = [(tx, part, tasks) for (tx, part), tasks in base_groups.items()]
         data = read_base_rows(base, groups, projected, self.filter.full, with_partition=partitioned)
@@ -118,7 +118,10 @@ class MixedScan:
             return data.select(output)
         optimized = read_optimized_sequence(base, self.base_snapshot)
         refs = plan_change_files(
-            live_files(change, self.change_snapshot, self.filter.keys, partition_filter=self.filter.full), partitions, optimized
+            change,
+            live_files(change, self.change_snapshot, self.filter.keys, partition_filter=self.filter.full),
+            partitions,
+            optimized,
         )
         inserts = read_change_rows(
             change.io, schema, [r for r in refs if not r.is_delete], needed, self.filter.full, with_partition=partitioned

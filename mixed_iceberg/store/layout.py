@@ -12,12 +12,13 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 from pyiceberg.io.pyarrow import _determine_partitions
+from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
 from mixed_iceberg.format import DataTreeNode, tree_node_ids
 
-__all__ = ["RowGroup", "split_rows"]
+__all__ = ["RowGroup", "partition_path", "split_rows"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +29,12 @@ class RowGroup:
     partition_path: str
     node: DataTreeNode
     rows: pa.Table
+
+
+def partition_path(store: Table, data_file: DataFile) -> str:
+    """The partition path of a live file (``""`` when unpartitioned), the key of per-partition maps."""
+    spec = store.specs()[data_file.spec_id]
+    return "" if spec.is_unpartitioned() else spec.partition_to_path(data_file.partition, store.schema())
 
 
 def _partitions(store: Table, rows: pa.Table) -> list[tuple[Record, str, pa.Table]]:
@@ -42,12 +49,17 @@ def _partitions(store: Table, rows: pa.Table) -> list[tuple[Record, str, pa.Tabl
 
 def _node_slices(rows: pa.Table, nodes: npt.NDArray[np.int64]) -> list[tuple[int, pa.Table]]:
     """Rows grouped by node id; stable, so rows keep their order inside each group."""
+    if len(nodes) == 0:
+        return []
     order = np.argsort(nodes, kind="stable")
     sorted_rows = rows.take(pa.array(order))
-    ids, starts = np.unique(nodes[order], return_index=True)
-    ends = [*starts[1:], len(order)]
+    sorted_nodes = nodes[order]
+    # already sorted: groups start where the node id changes (no second sort as np.unique would do)
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(sorted_nodes)) + 1]).astype(np.int64)
+    ends = [*starts[1:].tolist(), len(order)]
     return [
-        (int(node), sorted_rows.slice(int(start), int(end - start))) for node, start, end in zip(ids, starts, ends, strict=True)
+        (int(sorted_nodes[start]), sorted_rows.slice(int(start), int(end - start)))
+        for start, end in zip(starts.tolist(), ends, strict=True)
     ]
 
 
