@@ -1,0 +1,1 @@
+"""Self-optimizing (evaluate, plan, execute, commit) and table maintenance."""
