@@ -1,0 +1,114 @@
+"""The ingest job's configuration (``conf/ingest.yaml``), parsed once into frozen models.
+
+``${VAR}`` / ``${VAR:-default}`` references are resolved as in ``conf/catalogs.yaml``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mixed_iceberg.catalog.config import _interpolate
+from mixed_iceberg.exceptions import ConfigError
+from mixed_iceberg.ingest.cdc import CdcFormat
+
+__all__ = ["ColumnSpec", "IngestConfig", "SourceConfig", "TableSpec", "load_ingest_config"]
+
+_TYPES: dict[str, pa.DataType] = {
+    "int": pa.int32(),
+    "long": pa.int64(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "boolean": pa.bool_(),
+    "string": pa.string(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us"),
+}
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class SourceConfig(_Frozen):
+    """The Kafka topic of CDC events."""
+
+    bootstrap_servers: str = Field(alias="bootstrap-servers")
+    topic: str
+    format: CdcFormat = CdcFormat.DEBEZIUM_JSON
+    partitions: int = Field(4, gt=0, description="partition count used when the job creates the topic")
+    properties: dict[str, str] = Field(default_factory=dict)
+
+
+class ColumnSpec(_Frozen):
+    """One column of a table the job creates when it is missing."""
+
+    name: str
+    type: str
+    required: bool = False
+
+    def arrow_field(self) -> pa.Field:
+        if self.type not in _TYPES:
+            raise ConfigError(f"column {self.name}: expected a type in {sorted(_TYPES)}, found {self.type!r}")
+        return pa.field(self.name, _TYPES[self.type], nullable=not self.required)
+
+
+class TableSpec(_Frozen):
+    """How to create the table when it does not exist."""
+
+    columns: tuple[ColumnSpec, ...]
+    primary_key: tuple[str, ...] = Field(alias="primary-key")
+    properties: dict[str, str] = Field(default_factory=dict)
+
+    def arrow_schema(self) -> pa.Schema:
+        return pa.schema([column.arrow_field() for column in self.columns])
+
+
+class IngestConfig(_Frozen):
+    """Everything the job needs; see ``conf/ingest.yaml`` for the documented example."""
+
+    job_name: str = Field(alias="job-name", pattern=r"^[A-Za-z0-9._-]+$")
+    catalog: str = "local"
+    catalog_config: str | None = Field(None, alias="catalog-config")
+    table: str
+    source: SourceConfig
+    dead_letter_topic: str | None = Field(None, alias="dead-letter-topic")
+    parallelism: int = Field(2, gt=0)
+    commit_interval_ms: int = Field(1000, alias="commit-interval-ms", ge=100)
+    create_table: TableSpec | None = Field(None, alias="create-table")
+    flink: dict[str, str] = Field(default_factory=dict, description="extra Flink configuration")
+
+    def to_json(self) -> str:
+        """A compact form to hand to Flink's Python functions."""
+        return self.model_dump_json(by_alias=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> IngestConfig:
+        return cls.model_validate_json(text)
+
+
+def load_ingest_config(path: str | Path, overrides: dict[str, Any] | None = None) -> IngestConfig:
+    """Read ``path``; ``overrides`` (dotted keys, e.g. ``{"source.topic": "t"}``) win.
+
+    Raises:
+        ConfigError: the file is missing, a variable is unset, or a value is invalid.
+    """
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise ConfigError(f"ingest config: cannot read {path}: {exc}") from exc
+    data = _interpolate(raw or {}, str(path))
+    for dotted, value in (overrides or {}).items():
+        node = data
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    try:
+        return IngestConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"ingest config {path}: {exc}") from exc

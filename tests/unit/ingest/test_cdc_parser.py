@@ -1,0 +1,92 @@
+"""CDC parsing: Debezium and Flink changelog JSON into change rows, bad messages into dead letters."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from mixed_iceberg.ingest.cdc import CdcFormat, CdcParser
+from tests.support.tables import ORDERS_SCHEMA
+
+
+def _parse(messages: list[object], fmt: CdcFormat = CdcFormat.DEBEZIUM_JSON):  # type: ignore[no-untyped-def]
+    values = pa.array([m if m is None or isinstance(m, bytes) else json.dumps(m).encode() for m in messages], pa.binary())
+    return CdcParser(ORDERS_SCHEMA, ["id"], fmt).parse(values, np.arange(10, 10 + len(messages)))
+
+
+def test_debezium_ops_map_to_change_actions_in_message_order() -> None:
+    parsed = _parse(
+        [
+            {"before": None, "after": {"id": 1, "cat": "a", "qty": 1, "price": 1.0}, "op": "c", "ts_ms": 7},
+            {"before": {"id": 1, "cat": "a"}, "after": {"id": 1, "cat": "b", "qty": 2}, "op": "u"},
+            {"payload": {"before": None, "after": {"id": 2}, "op": "r"}},
+            {"before": {"id": 1}, "after": None, "op": "d"},
+        ]
+    )
+    assert parsed.changes.column("_change_action").to_pylist() == ["+I", "-U", "+U", "+I", "-D"]
+    assert parsed.changes.column("id").to_pylist() == [1, 1, 1, 2, 1]
+    assert parsed.changes.column("cat").to_pylist() == ["a", "a", "b", None, None]
+    assert parsed.offsets.tolist() == [10, 11, 11, 12, 13]
+    assert parsed.event_ms.tolist() == [7, -1, -1, -1, -1]
+    assert len(parsed.dead) == 0
+
+
+def test_update_without_before_image_uses_after_for_the_retraction() -> None:
+    parsed = _parse([{"before": None, "after": {"id": 5, "qty": 3}, "op": "u"}])
+    assert parsed.changes.column("_change_action").to_pylist() == ["-U", "+U"]
+    assert parsed.changes.column("id").to_pylist() == [5, 5]
+
+
+def test_changelog_json_ops_pass_through() -> None:
+    parsed = _parse(
+        [
+            {"op": "+I", "data": {"id": 1, "qty": 1}},
+            {"op": "-U", "data": {"id": 1}},
+            {"op": "+U", "data": {"id": 1, "qty": 2}},
+            {"op": "-D", "data": {"id": 1}},
+        ],
+        CdcFormat.CHANGELOG_JSON,
+    )
+    assert parsed.changes.column("_change_action").to_pylist() == ["+I", "-U", "+U", "-D"]
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        (b"{not json", "malformed message"),
+        (b"   ", "empty message"),
+        ({"before": None, "after": {"id": 1, "qty": "many"}, "op": "c"}, "malformed message"),
+        ({"before": None, "after": {"id": None}, "op": "c"}, "null or missing primary key"),
+        ({"before": None, "after": {"qty": 1}, "op": "c"}, "null or missing primary key"),
+        ({"before": None, "after": {"id": 1}, "op": "x"}, "unknown op 'x'"),
+        ({"before": None, "after": None, "op": "d"}, "missing image"),
+        (b'{"op":"c","after":{"id":1}}{"op":"c","after":{"id":2}}', "exactly one JSON object"),
+        (b"[1, 2]", "malformed message"),
+    ],
+)
+def test_bad_messages_become_dead_letters_and_valid_neighbours_survive(message: object, reason: str) -> None:
+    good = {"before": None, "after": {"id": 9, "qty": 1}, "op": "c"}
+    parsed = _parse([good, message, good])
+    assert parsed.changes.column("id").to_pylist() == [9, 9]
+    assert parsed.offsets.tolist() == [10, 12]
+    assert parsed.dead.offsets.tolist() == [11]
+    assert reason in parsed.dead.reasons[0].as_py()
+
+
+def test_tombstones_are_skipped_not_dead_lettered() -> None:
+    parsed = _parse([None, {"before": None, "after": {"id": 1}, "op": "c"}])
+    assert parsed.tombstones == 1
+    assert parsed.changes.num_rows == 1
+    assert len(parsed.dead) == 0
+
+
+def test_many_bad_messages_among_many_good_are_all_isolated() -> None:
+    rng = np.random.default_rng(3)
+    bad = set(rng.choice(2000, 40, replace=False).tolist())
+    messages: list[object] = [b"{oops" if i in bad else {"before": None, "after": {"id": i}, "op": "c"} for i in range(2000)]
+    parsed = _parse(messages)
+    assert sorted((parsed.dead.offsets - 10).tolist()) == sorted(bad)
+    assert parsed.changes.num_rows == 2000 - len(bad)
