@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyiceberg.expressions import BooleanExpression
@@ -26,6 +27,9 @@ from mixed_iceberg.reader.scan import MixedScan
 from mixed_iceberg.schema import arrow_schema
 from mixed_iceberg.store.commit import CommitOutcome
 from mixed_iceberg.typedef import CommitId, TableFormat
+
+if TYPE_CHECKING:
+    from mixed_iceberg.optimizing.engine import TableOptimizing
 
 __all__ = ["MixedTable"]
 
@@ -134,6 +138,13 @@ class MixedTable:
         """
         self.refresh()
         return MixedScan(self, row_filter, selected_fields, snapshot_id, base_snapshot_id, case_sensitive)
+
+    @property
+    def optimizing(self) -> TableOptimizing:
+        """Self-optimizing of this table: ``evaluate()``, ``plan(type)``, ``run(type)``."""
+        from mixed_iceberg.optimizing.engine import TableOptimizing
+
+        return TableOptimizing(self)
 
     def changes(self, from_snapshot: int | None = None, to_snapshot: int | None = None) -> ChangeScan:
         """Change rows committed after ``from_snapshot`` up to ``to_snapshot`` (ChangeStore ids)."""

@@ -23,7 +23,7 @@ from mixed_iceberg.exceptions import MissingKeyError
 from mixed_iceberg.schema import arrow_schema, conform
 from mixed_iceberg.store.commit import CommitOutcome, Stager, commit_files
 from mixed_iceberg.store.entries import live_files
-from mixed_iceberg.store.layout import partition_path, split_rows
+from mixed_iceberg.store.layout import partition_path, split_sized
 from mixed_iceberg.store.writing import write_groups
 from mixed_iceberg.typedef import CommitId, DataFileType
 
@@ -31,15 +31,6 @@ if TYPE_CHECKING:
     from mixed_iceberg.table import MixedTable
 
 __all__ = ["bulk_load"]
-
-
-def _chunks(rows: pa.Table, target_bytes: int) -> list[pa.Table]:
-    """Slices of ``rows`` of about ``target_bytes`` of Arrow memory each."""
-    if rows.num_rows == 0:
-        return []
-    per_row = max(1, rows.nbytes // rows.num_rows)
-    step = max(1, target_bytes // per_row)
-    return [rows.slice(start, step) for start in range(0, rows.num_rows, step)]
 
 
 def bulk_load(
@@ -63,10 +54,7 @@ def bulk_load(
     change = table.change_store
     change_snapshot = change.current_snapshot() if change is not None else None
     transaction_id = (change_snapshot.sequence_number or 0) if change_snapshot is not None else 0
-    groups = []
-    for group in split_rows(base, rows, table.primary_key, table.options.base_buckets):
-        for piece in _chunks(group.rows, table.options.target_file_size):
-            groups.append(type(group)(group.partition, group.partition_path, group.node, piece))
+    groups = split_sized(base, rows, table.primary_key, table.options.base_buckets, table.options.target_file_size)
     writer = table.writer_identity()
     files = write_groups(base, groups, base.schema(), lambda g: writer.file_name(g.node, DataFileType.BASE_FILE, transaction_id))
     deleted = []

@@ -24,12 +24,12 @@ from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, PART, pack_lsn
 from mixed_iceberg.reader.plan import ChangeFileRef
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
 
-__all__ = ["read_base_rows", "read_change_rows"]
+__all__ = ["filesystem_for", "read_base_rows", "read_change_rows"]
 
 _FRAGMENT = "__fragment_index"
 
 
-def _filesystem(io: FileIO, path: str) -> tuple[pa.fs.FileSystem, str]:
+def filesystem_for(io: FileIO, path: str) -> tuple[pa.fs.FileSystem, str]:
     pyarrow_io = io if isinstance(io, PyArrowFileIO) else PyArrowFileIO(io.properties)
     scheme, netloc, local = pyarrow_io.parse_location(path, pyarrow_io.properties)
     return pyarrow_io.fs_by_scheme(scheme, netloc), local
@@ -50,8 +50,8 @@ def read_change_rows(
     if not refs:
         empty = file_schema.empty_table().select([*columns, FILE_OFFSET_FIELD.name])
         return _tag_change(empty, np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int32), with_partition)
-    filesystem, _ = _filesystem(io, refs[0].path)
-    paths = [_filesystem(io, ref.path)[1] for ref in refs]
+    filesystem, _ = filesystem_for(io, refs[0].path)
+    paths = [filesystem_for(io, ref.path)[1] for ref in refs]
     dataset = ds.dataset(paths, schema=file_schema, format="parquet", filesystem=filesystem)
     arrow_filter = None
     if not isinstance(row_filter, AlwaysTrue):

@@ -21,12 +21,15 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import TableUpdate, update_table_metadata
 
 from mixed_iceberg.exceptions import CommitConflictError, CommitError
+from mixed_iceberg.store.delete_files import stage_rewrite
 from mixed_iceberg.typedef import CommitId
 
 __all__ = [
     "COMMIT_SEQUENCE",
     "COMMIT_WRITER",
     "CommitOutcome",
+    "Stager",
+    "Validator",
     "commit_files",
     "last_committed_sequence",
 ]
@@ -38,6 +41,9 @@ COMMIT_SEQUENCE = "mixed-iceberg.commit.sequence"
 
 #: Stage extra metadata updates (for example statistics) on the transaction for a snapshot id.
 Stager = Callable[[Transaction, int], None]
+#: Check, against freshly loaded metadata, that the commit is still valid; raise
+#: CommitConflictError otherwise (for example: files it removes are gone already).
+Validator = Callable[[Table], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +82,10 @@ def _is_committed(table: Table, commit_id: CommitId) -> bool:
 class _IdempotentTransaction(Transaction):
     """A transaction whose automatic retry first re-checks the commit id."""
 
-    def __init__(self, table: Table, commit_id: CommitId | None) -> None:
+    def __init__(self, table: Table, commit_id: CommitId | None, validate: Validator | None = None) -> None:
         super().__init__(table, autocommit=False)
         self._commit_id = commit_id
+        self._validate = validate
         self._metadata_cache: tuple[TableMetadata, tuple[TableUpdate, ...], TableMetadata] | None = None
 
     @property
@@ -97,6 +104,8 @@ class _IdempotentTransaction(Transaction):
         # pyiceberg refreshed the table just before this call: the id may have landed meanwhile.
         if self._commit_id is not None and _is_committed(self._table, self._commit_id):
             raise _AlreadyCommittedError(str(self._commit_id))
+        if self._validate is not None:
+            self._validate(self._table)
         super()._rebuild_snapshot_updates()
 
 
@@ -117,6 +126,9 @@ def commit_files(
     summary: Mapping[str, str] | None = None,
     stage: Stager | None = None,
     table_name: str = "",
+    added_deletes: list[DataFile] | None = None,
+    deleted_deletes: list[DataFile] | None = None,
+    validate: Validator | None = None,
 ) -> CommitOutcome:
     """Commit ``added`` (and remove ``deleted``) as one snapshot, idempotently by ``commit_id``.
 
@@ -131,40 +143,70 @@ def commit_files(
     started = time.monotonic()
     deleted = deleted or []
     name = table_name or ".".join(table.name())
+    added_deletes = added_deletes or []
+    deleted_deletes = deleted_deletes or []
+    written = [*added, *added_deletes]
     table.refresh()
+    if validate is not None:
+        try:
+            validate(table)
+        except CommitConflictError:
+            _delete_files(table, written)
+            raise
     if commit_id is not None and _is_committed(table, commit_id):
         log.info("%s: commit %s already committed; skipped", name, commit_id)
-        _delete_files(table, added)
+        _delete_files(table, written)
         return CommitOutcome(None, True, 0, 0, time.monotonic() - started)
     properties = dict(summary or {})
     if commit_id is not None:
         properties[COMMIT_WRITER] = commit_id.writer
         properties[COMMIT_SEQUENCE] = str(commit_id.sequence)
-    txn = _IdempotentTransaction(table, commit_id)
-    update = txn.update_snapshot(snapshot_properties=properties)
-    producer = update.overwrite() if deleted else update.fast_append()
-    snapshot_id = producer._snapshot_id
-    with producer:
-        for data_file in deleted:
-            producer.delete_data_file(data_file)
-        for data_file in added:
-            producer.append_data_file(data_file)
+    txn = _IdempotentTransaction(table, commit_id, validate)
+    if added_deletes or deleted_deletes:
+        # Delete files need pyiceberg internals; they are confined to store.delete_files.
+        snapshot_id = stage_rewrite(
+            txn,
+            add_data=added,
+            remove_data=deleted,
+            add_deletes=added_deletes,
+            remove_deletes=deleted_deletes,
+            snapshot_properties=properties,
+        )
+    else:
+        update = txn.update_snapshot(snapshot_properties=properties)
+        producer = update.overwrite() if deleted else update.fast_append()
+        snapshot_id = producer._snapshot_id  # stable across retries: statistics attach to it
+        with producer:
+            for data_file in deleted:
+                producer.delete_data_file(data_file)
+            for data_file in added:
+                producer.append_data_file(data_file)
     if stage is not None:
         stage(txn, snapshot_id)
     try:
         txn.commit_transaction()
     except _AlreadyCommittedError:
         log.info("%s: commit %s landed concurrently; skipped", name, commit_id)
-        _delete_files(table, added)
+        _delete_files(table, written)
         return CommitOutcome(None, True, 0, 0, time.monotonic() - started)
+    except CommitConflictError:
+        _delete_files(table, written)  # raised by validate on a retry: nothing landed
+        raise
     except (CommitFailedException, ValidationException) as exc:
         # Both prove the commit did not land, so the new files are garbage.
-        _delete_files(table, added)
+        _delete_files(table, written)
         raise CommitConflictError(f"{name}: commit conflicted with a concurrent change and did not land: {exc}") from exc
     except Exception as exc:
         raise CommitError(
             f"{name}: commit outcome unknown ({type(exc).__name__}: {exc}); files kept for orphan cleaning"
         ) from exc
     duration = time.monotonic() - started
-    log.info("%s: committed snapshot %s (+%d -%d files) in %.1f ms", name, snapshot_id, len(added), len(deleted), duration * 1000)
-    return CommitOutcome(snapshot_id, False, len(added), len(deleted), duration)
+    log.info(
+        "%s: committed snapshot %s (+%d -%d files) in %.1f ms",
+        name,
+        snapshot_id,
+        len(written),
+        len(deleted) + len(deleted_deletes),
+        duration * 1000,
+    )
+    return CommitOutcome(snapshot_id, False, len(written), len(deleted) + len(deleted_deletes), duration)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pyarrow as pa
 from pyiceberg.io import FileIO
 from pyiceberg.io.fileformat import FileFormatFactory
+from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.schema import Schema
 from pyiceberg.typedef import Properties, Record
@@ -33,11 +34,14 @@ def write_data_file(
     properties: Properties,
     content: DataFileContent = DataFileContent.DATA,
 ) -> DataFile:
-    """Write ``rows`` (already in ``file_schema``'s Arrow form, field ids attached) to ``path``.
+    """Write ``rows`` (the columns of ``file_schema``, in compatible types) to ``path``.
 
     Returns:
         The manifest description of the written file (statistics included).
     """
+    # Readers map columns by Parquet field id: always write the ids, whatever ``rows`` carried.
+    target = schema_to_pyarrow(file_schema, include_field_ids=True)
+    rows = rows.select(target.names).cast(target)
     output = io.new_output(path)
     writer = FileFormatFactory.get(FileFormat.PARQUET).create_writer(output, file_schema, properties)
     with writer:

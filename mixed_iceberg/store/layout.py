@@ -18,7 +18,7 @@ from pyiceberg.typedef import Record
 
 from mixed_iceberg.format import DataTreeNode, tree_node_ids
 
-__all__ = ["RowGroup", "partition_path", "split_rows"]
+__all__ = ["RowGroup", "chunk_rows", "partition_path", "split_rows", "split_sized"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,3 +77,21 @@ def split_rows(store: Table, rows: pa.Table, primary_key: Sequence[str], buckets
         for node_id, node_rows in _node_slices(part_rows, np.asarray(nodes, dtype=np.int64)):
             groups.append(RowGroup(partition, path, DataTreeNode.of_id(node_id), node_rows))
     return groups
+
+
+def chunk_rows(rows: pa.Table, target_bytes: int) -> list[pa.Table]:
+    """Slices of ``rows`` of about ``target_bytes`` of Arrow memory each (one file each)."""
+    if rows.num_rows == 0:
+        return []
+    per_row = max(1, rows.nbytes // rows.num_rows)
+    step = max(1, target_bytes // per_row)
+    return [rows.slice(start, step) for start in range(0, rows.num_rows, step)]
+
+
+def split_sized(store: Table, rows: pa.Table, primary_key: Sequence[str], buckets: int, target_bytes: int) -> list[RowGroup]:
+    """:func:`split_rows`, then each group cut into pieces of about ``target_bytes``."""
+    return [
+        RowGroup(group.partition, group.partition_path, group.node, piece)
+        for group in split_rows(store, rows, primary_key, buckets)
+        for piece in chunk_rows(group.rows, target_bytes)
+    ]

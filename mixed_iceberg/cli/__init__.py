@@ -1,0 +1,1 @@
+"""Command line: ``mixed-iceberg optimize|status <table>``."""

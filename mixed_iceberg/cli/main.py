@@ -1,0 +1,78 @@
+"""``mixed-iceberg``: operate tables from the shell.
+
+mixed-iceberg [--catalog local] status   db.orders
+mixed-iceberg [--catalog local] optimize db.orders [--type minor|major|full]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+
+from mixed_iceberg import MixedIcebergError, load_catalog
+from mixed_iceberg.optimizing.collect import collect
+from mixed_iceberg.optimizing.model import FileClass, OptimizingConfig
+
+__all__ = ["main"]
+
+
+def _status(catalog: str, name: str) -> dict[str, object]:
+    table = load_catalog(catalog).load_table(name)
+    config = OptimizingConfig.from_properties(table.base_store.properties, name)
+    collected = collect(table)
+    evaluation = table.optimizing.evaluate()
+    classes = {c.value: 0 for c in FileClass}
+    for part in collected.partitions:
+        for file in part.base:
+            classes[config.classify(file.size).value] += 1
+    records = sum(f.records for p in collected.partitions for f in p.base)
+    deleted = sum(f.pos_delete_records for p in collected.partitions for f in p.base)
+    return {
+        "table": name,
+        "keyed": table.is_keyed,
+        "base_files": classes,
+        "base_delete_files": len(collected.delete_files),
+        "change_files_unmerged": len(collected.change_files),
+        "records": records,
+        "delete_ratio": round(deleted / records, 4) if records else 0.0,
+        "pending": evaluation.type.value if evaluation.type else None,
+        "partitions": [
+            {"partition": p.path or "<unpartitioned>", "pending": p.type.value if p.type else None, "reason": p.reason}
+            for p in evaluation.partitions
+        ],
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="mixed-iceberg", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--catalog", default="local", help="catalog name in conf/catalogs.yaml (default: local)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log each commit and task")
+    sub = parser.add_subparsers(dest="command", required=True)
+    status = sub.add_parser("status", help="file counts by class, delete ratio, pending optimizing type")
+    status.add_argument("table")
+    optimize = sub.add_parser("optimize", help="run self-optimizing now")
+    optimize.add_argument("table")
+    optimize.add_argument("--type", choices=["minor", "major", "full"], default=None, help="force a type (default: what is due)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "status":
+            report = _status(args.catalog, args.table)
+        else:
+            result = load_catalog(args.catalog).load_table(args.table).optimizing.run(args.type)
+            report = {k: (v.value if hasattr(v, "value") else v) for k, v in asdict(result).items()}
+    except MixedIcebergError as exc:
+        print(f"mixed-iceberg: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

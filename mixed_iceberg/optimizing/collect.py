@@ -1,0 +1,165 @@
+"""Gather a table's file metadata for the evaluator and planner (the I/O edge of planning).
+
+Reads manifests only (never data): live base data files with the delete files that apply to
+them (position deletes by partition, sequence and referenced path; equality deletes by
+partition and sequence), visible change files above each partition's optimized sequence, and
+the optimizing history kept in BaseStore snapshot summaries and statistics.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pyiceberg.manifest import DataFile, DataFileContent
+from pyiceberg.table import Table
+from pyiceberg.typedef import Record
+
+from mixed_iceberg.basestore.optimized_sequence import BASE_OPTIMIZED_TIME, read_optimized_sequence
+from mixed_iceberg.format import parse_base, parse_change
+from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, PartitionFiles
+from mixed_iceberg.store.entries import LiveFile, live_files
+from mixed_iceberg.store.layout import partition_path
+from mixed_iceberg.typedef import DataFileType
+
+if TYPE_CHECKING:
+    from mixed_iceberg.table import MixedTable
+
+__all__ = ["OPTIMIZING_TYPE", "CollectedTable", "collect"]
+
+#: Summary key of BaseStore snapshots written by the optimizer (minor, major, full).
+OPTIMIZING_TYPE = "mixed-iceberg.optimizing.type"
+_POS_PATH_ID = 2147483546
+
+
+@dataclass(slots=True)
+class CollectedTable:
+    """Pure metadata for planning plus the handles the executor needs to act on it."""
+
+    partitions: list[PartitionFiles]
+    last_full_ms: int
+    base_snapshot_id: int | None
+    change_snapshot_id: int | None
+    data_files: dict[str, LiveFile] = field(default_factory=dict)
+    delete_files: dict[str, LiveFile] = field(default_factory=dict)
+    change_files: dict[str, LiveFile] = field(default_factory=dict)
+    records: dict[str, tuple[int, Record]] = field(default_factory=dict)
+
+
+def _referenced_path(delete: DataFile) -> str | None:
+    """The one data file a position-delete file targets, when its bounds say so."""
+    lower = (delete.lower_bounds or {}).get(_POS_PATH_ID)
+    upper = (delete.upper_bounds or {}).get(_POS_PATH_ID)
+    return lower.decode() if lower is not None and lower == upper else None
+
+
+def _created_ms(table: Table) -> int:
+    raw = table.properties.get("table.create-timestamp")
+    if raw and raw.isdigit():
+        return int(raw)
+    snapshots = table.metadata.snapshots
+    return min((s.timestamp_ms for s in snapshots), default=table.metadata.last_updated_ms)
+
+
+def _last_full_ms(base: Table, default: int) -> int:
+    snapshot = base.current_snapshot()
+    while snapshot is not None:
+        if snapshot.summary is not None and snapshot.summary.get(OPTIMIZING_TYPE) == "full":
+            return snapshot.timestamp_ms
+        parent = snapshot.parent_snapshot_id
+        snapshot = base.metadata.snapshot_by_id(parent) if parent is not None else None
+    return default
+
+
+def _base_files(base: Table, files: list[LiveFile], collected: CollectedTable) -> dict[str, list[BaseFile]]:
+    data = [f for f in files if f.data_file.content == DataFileContent.DATA]
+    deletes = [f for f in files if f.data_file.content != DataFileContent.DATA]
+    by_partition: dict[str, list[LiveFile]] = defaultdict(list)
+    for delete in deletes:
+        by_partition[partition_path(base, delete.data_file)].append(delete)
+        collected.delete_files[delete.data_file.file_path] = delete
+    result: dict[str, list[BaseFile]] = defaultdict(list)
+    for live in data:
+        path = partition_path(base, live.data_file)
+        collected.data_files[live.data_file.file_path] = live
+        collected.records.setdefault(path, (live.data_file.spec_id, live.data_file.partition))
+        pos, eq = [], []
+        for delete in by_partition.get(path, []):
+            content = delete.data_file.content
+            if content == DataFileContent.POSITION_DELETES and delete.sequence_number >= live.sequence_number:
+                target = _referenced_path(delete.data_file)
+                if target is None or target == live.data_file.file_path:
+                    pos.append(delete)
+            elif content == DataFileContent.EQUALITY_DELETES and delete.sequence_number > live.sequence_number:
+                eq.append(delete)
+        meta = parse_base(live.data_file.file_path)
+        result[path].append(
+            BaseFile(
+                path=live.data_file.file_path,
+                size=live.data_file.file_size_in_bytes,
+                records=live.data_file.record_count,
+                transaction_id=meta.transaction_id,
+                node=meta.node,
+                pos_delete_files=tuple(d.data_file.file_path for d in pos),
+                pos_delete_records=sum(d.data_file.record_count for d in pos),
+                eq_delete_files=tuple(d.data_file.file_path for d in eq),
+            )
+        )
+    return result
+
+
+def collect(table: MixedTable) -> CollectedTable:
+    """Everything the optimizer needs to know about ``table``'s current snapshots."""
+    base = table.base_store
+    change = table.change_store
+    base_snapshot = base.current_snapshot()
+    created = _created_ms(base)
+    collected = CollectedTable([], _last_full_ms(base, created), base_snapshot.snapshot_id if base_snapshot else None, None)
+    base_by_partition = _base_files(base, live_files(base, base_snapshot), collected)
+    optimized = read_optimized_sequence(base, base_snapshot) if change is not None else {}
+    optimized_at = read_optimized_sequence(base, base_snapshot, BASE_OPTIMIZED_TIME) if change is not None else {}
+    change_by_partition: dict[str, list[ChangeFile]] = defaultdict(list)
+    if change is not None:
+        change_snapshot = change.current_snapshot()
+        collected.change_snapshot_id = change_snapshot.snapshot_id if change_snapshot else None
+        for live in live_files(change, change_snapshot):
+            path = partition_path(change, live.data_file)
+            if live.sequence_number <= optimized.get(path, -1):
+                continue
+            meta = parse_change(live.data_file.file_path, live.sequence_number)
+            collected.change_files[live.data_file.file_path] = live
+            collected.records.setdefault(path, (live.data_file.spec_id, live.data_file.partition))
+            change_by_partition[path].append(
+                ChangeFile(
+                    path=live.data_file.file_path,
+                    size=live.data_file.file_size_in_bytes,
+                    records=live.data_file.record_count,
+                    sequence_number=live.sequence_number,
+                    transaction_id=meta.transaction_id,
+                    is_delete=meta.file_type is DataFileType.EQ_DELETE_FILE,
+                )
+            )
+    last_optimized = _last_optimized_default(base, created)
+    for path in sorted(set(base_by_partition) | set(change_by_partition)):
+        collected.partitions.append(
+            PartitionFiles(
+                path=path,
+                base=tuple(base_by_partition.get(path, [])),
+                change=tuple(change_by_partition.get(path, [])),
+                optimized_sequence=optimized.get(path, 0),
+                last_optimized_ms=optimized_at.get(path, last_optimized),
+            )
+        )
+    return collected
+
+
+def _last_optimized_default(base: Table, created: int) -> int:
+    """For tables without per-partition times: the last optimizer commit, else creation."""
+    snapshot = base.current_snapshot()
+    while snapshot is not None:
+        if snapshot.summary is not None and snapshot.summary.get(OPTIMIZING_TYPE):
+            return snapshot.timestamp_ms
+        parent = snapshot.parent_snapshot_id
+        snapshot = base.metadata.snapshot_by_id(parent) if parent is not None else None
+    return created

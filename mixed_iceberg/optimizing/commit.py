@@ -1,0 +1,81 @@
+"""Commit every task of one optimizing run as one BaseStore snapshot, conflict-checked.
+
+The commit validates against the BaseStore as it is at commit time (and again on each retry):
+every file it removes must still be live, and each partition's optimized sequence must still be
+where planning found it. Concurrent ChangeStore commits never conflict: their sequences lie
+above the merged range, so they stay visible. A failed validation raises
+``CommitConflictError`` (the caller re-plans) and deletes the files the run wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pyiceberg.table import Table, Transaction
+
+from mixed_iceberg.basestore.optimized_sequence import (
+    BASE_OPTIMIZED_TIME,
+    read_optimized_sequence,
+    stage_optimized_sequence,
+    summary_flags,
+)
+from mixed_iceberg.exceptions import CommitConflictError
+from mixed_iceberg.optimizing.collect import OPTIMIZING_TYPE
+from mixed_iceberg.optimizing.execute import TaskOutput
+from mixed_iceberg.optimizing.model import OptimizingType
+from mixed_iceberg.store.commit import CommitOutcome, Stager, commit_files
+from mixed_iceberg.store.entries import live_files
+
+if TYPE_CHECKING:
+    from mixed_iceberg.table import MixedTable
+
+__all__ = ["commit_outputs"]
+
+
+def commit_outputs(table: MixedTable, kind: OptimizingType, outputs: Sequence[TaskOutput], now_ms: int) -> CommitOutcome:
+    """One snapshot for all ``outputs``; advances the optimized sequence of keyed partitions."""
+    base = table.base_store
+    removed = {f.file_path for o in outputs for f in (*o.removed_data, *o.removed_deletes)}
+    starting = {o.task.partition: o.task.from_sequence for o in outputs}
+
+    def validate(current: Table) -> None:
+        live = {f.data_file.file_path for f in live_files(current, current.current_snapshot())}
+        gone = sorted(removed - live)
+        if gone:
+            raise CommitConflictError(
+                f"{table.name}: optimizing lost a race: {len(gone)} input file(s) were removed meanwhile, e.g. {gone[0]}"
+            )
+        if table.is_keyed:
+            now_seq = read_optimized_sequence(current, current.current_snapshot())
+            moved = {p: now_seq.get(p, 0) for p, s in starting.items() if now_seq.get(p, 0) != s}
+            if moved:
+                raise CommitConflictError(
+                    f"{table.name}: optimized sequence moved meanwhile; expected { ({p: starting[p] for p in moved}) }, found {moved}"
+                )
+
+    stage: Stager | None = None
+    summary = {OPTIMIZING_TYPE: kind.value}
+    if table.is_keyed:
+        summary.update(summary_flags())
+
+        def stage(txn: Transaction, snapshot_id: int) -> None:
+            current = txn._table
+            sequences = read_optimized_sequence(current, current.current_snapshot())
+            times = read_optimized_sequence(current, current.current_snapshot(), BASE_OPTIMIZED_TIME)
+            for output in outputs:
+                sequences[output.task.partition] = max(sequences.get(output.task.partition, 0), output.task.to_sequence)
+                times[output.task.partition] = now_ms
+            stage_optimized_sequence(txn, snapshot_id, sequences, times)
+
+    return commit_files(
+        base,
+        added=[f for o in outputs for f in o.added_data],
+        deleted=[f for o in outputs for f in o.removed_data],
+        added_deletes=[f for o in outputs for f in o.added_deletes],
+        deleted_deletes=[f for o in outputs for f in o.removed_deletes],
+        summary=summary,
+        stage=stage,
+        validate=validate,
+        table_name=table.name,
+    )

@@ -1,0 +1,135 @@
+"""``table.optimizing``: evaluate, plan and run self-optimizing on one table.
+
+>>> result = table.optimizing.run()          # doctest: +SKIP
+>>> result.type, result.files_in, result.files_out      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from mixed_iceberg.exceptions import CommitConflictError
+from mixed_iceberg.optimizing.collect import CollectedTable, collect
+from mixed_iceberg.optimizing.commit import commit_outputs
+from mixed_iceberg.optimizing.evaluate import evaluate_table
+from mixed_iceberg.optimizing.execute import TaskOutput, execute_task
+from mixed_iceberg.optimizing.model import (
+    OptimizingConfig,
+    OptimizingResult,
+    OptimizingType,
+    RewriteTask,
+    TableEvaluation,
+)
+from mixed_iceberg.optimizing.plan import plan_tasks
+
+if TYPE_CHECKING:
+    from mixed_iceberg.table import MixedTable
+
+__all__ = ["TableOptimizing"]
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+
+def _as_type(value: OptimizingType | str | None) -> OptimizingType | None:
+    return OptimizingType(value) if isinstance(value, str) else value
+
+
+class TableOptimizing:
+    """Self-optimizing of one table; ``clock`` (seconds) is injectable for trigger tests."""
+
+    def __init__(self, table: MixedTable, clock: Clock = time.time) -> None:
+        self.table = table
+        self.clock = clock
+
+    def _now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    @property
+    def config(self) -> OptimizingConfig:
+        return OptimizingConfig.from_properties(self.table.base_store.properties, self.table.name)
+
+    def _state(self) -> tuple[CollectedTable, TableEvaluation]:
+        self.table.refresh()
+        collected = collect(self.table)
+        evaluation = evaluate_table(
+            self.table.name,
+            collected.partitions,
+            self.config,
+            keyed=self.table.is_keyed,
+            now_ms=self._now_ms(),
+            last_full_ms=collected.last_full_ms,
+        )
+        return collected, evaluation
+
+    def evaluate(self) -> TableEvaluation:
+        """Which optimizing type is due now, per partition (from metadata only)."""
+        return self._state()[1]
+
+    def plan(self, type: OptimizingType | str | None = None) -> list[RewriteTask]:
+        """The tasks a run would execute now (``type`` forces one type on every partition)."""
+        collected, evaluation = self._state()
+        return plan_tasks(collected.partitions, evaluation, self.config, keyed=self.table.is_keyed, requested=_as_type(type))
+
+    def run(self, type: OptimizingType | str | None = None, *, parallelism: int = 1) -> OptimizingResult:
+        """Evaluate, plan, execute and commit; re-plans when the commit loses a race.
+
+        Raises:
+            CommitConflictError: still conflicting after ``self-optimizing.execute.num-retries``.
+        """
+        started = time.monotonic()
+        requested = _as_type(type)
+        attempts = self.config.retries + 1
+        for attempt in range(1, attempts + 1):
+            collected, evaluation = self._state()
+            config = self.config
+            tasks = plan_tasks(collected.partitions, evaluation, config, keyed=self.table.is_keyed, requested=requested)
+            if not tasks:
+                return OptimizingResult(self.table.name, None, 0, 0, 0, 0, 0, 0, 0, 0, time.monotonic() - started, False)
+            kind = requested or max((t.type for t in tasks), key=lambda t: t.rank)
+            writer = self.table.writer_identity()
+            with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
+                outputs: list[TaskOutput] = list(
+                    pool.map(execute_task, [self.table] * len(tasks), [collected] * len(tasks), tasks, [writer] * len(tasks))
+                )
+            try:
+                outcome = commit_outputs(self.table, kind, outputs, self._now_ms())
+            except CommitConflictError as exc:
+                if attempt == attempts:
+                    raise
+                log.warning("%s: %s; re-planning (attempt %d/%d)", self.table.name, exc, attempt + 1, attempts)
+                continue
+            result = OptimizingResult(
+                table=self.table.name,
+                type=kind,
+                tasks=len(tasks),
+                files_in=sum(len(o.removed_data) + len(o.task.change) for o in outputs),
+                files_out=sum(len(o.added_data) for o in outputs),
+                delete_files_out=sum(len(o.added_deletes) for o in outputs),
+                bytes_in=sum(t.input_bytes for t in tasks),
+                bytes_out=sum(o.bytes_out for o in outputs),
+                rows_in=sum(o.rows_in for o in outputs),
+                rows_out=sum(o.rows_out for o in outputs),
+                duration_s=time.monotonic() - started,
+                committed=True,
+                snapshot_id=outcome.snapshot_id,
+            )
+            log.info(
+                "%s: %s optimizing: %d task(s), files %d -> %d (+%d delete files), rows %d -> %d in %.2f s",
+                self.table.name,
+                kind.value,
+                result.tasks,
+                result.files_in,
+                result.files_out,
+                result.delete_files_out,
+                result.rows_in,
+                result.rows_out,
+                result.duration_s,
+            )
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover

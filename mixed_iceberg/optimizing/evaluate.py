@@ -1,0 +1,120 @@
+"""Is optimizing due, and which type? Amoro's trigger rules, per partition. Pure.
+
+See ``shared/research/amoro.md`` §3.2-3.3. Keyed tables count every change insert file as a
+fragment and every change delete file as a delete; ``base.file-index.hash-bucket`` raises the
+minor file-count threshold, as in ``MixedIcebergPartitionPlan``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mixed_iceberg.optimizing.model import (
+    BaseFile,
+    FileClass,
+    OptimizingConfig,
+    OptimizingType,
+    PartitionEvaluation,
+    PartitionFiles,
+    TableEvaluation,
+)
+
+__all__ = ["evaluate_partition", "evaluate_table", "needs_rewrite"]
+
+
+def needs_rewrite(file: BaseFile, config: OptimizingConfig) -> bool:
+    """A segment whose position-deleted share exceeds the duplicate ratio (Amoro's ``fileShouldRewrite``)."""
+    return file.pos_delete_records > file.records * config.major_duplicate_ratio
+
+
+def _enough_content(undersized: Sequence[BaseFile], config: OptimizingConfig) -> bool:
+    sizes = sorted(f.size for f in undersized)
+    return len(sizes) >= 2 and sum(sizes) >= config.target_size and sizes[0] + sizes[1] <= config.target_size
+
+
+def evaluate_partition(
+    part: PartitionFiles,
+    config: OptimizingConfig,
+    *,
+    keyed: bool,
+    now_ms: int,
+    last_full_ms: int,
+) -> PartitionEvaluation:
+    """The optimizing type ``part`` needs now (``None`` when it is healthy)."""
+    classes = {f.path: config.classify(f.size) for f in part.base}
+    fragments = [f for f in part.base if classes[f.path] is FileClass.FRAGMENT]
+    undersized = [f for f in part.base if classes[f.path] is FileClass.UNDERSIZED]
+    segments = [f for f in part.base if classes[f.path] is FileClass.SEGMENT]
+    inserts = [c for c in part.change if not c.is_delete]
+    deletes = [c for c in part.change if c.is_delete]
+    eq_delete_files = {p for f in part.base for p in f.eq_delete_files}
+    has_change = bool(part.change)
+    any_delete = bool(deletes or eq_delete_files or any(f.pos_delete_files for f in part.base))
+    combine_pos = [f for f in segments if len(f.pos_delete_files) > 1]
+    rewrite_segments = [f for f in segments + undersized if needs_rewrite(f, config)]
+    small = len(fragments) + len(inserts) + len(deletes) + len(eq_delete_files)
+    minor_interval_due = now_ms - part.last_optimized_ms > config.minor_interval_ms
+    full_due = config.full_interval_ms >= 0 and now_ms - last_full_ms > config.full_interval_ms
+
+    kind: OptimizingType | None = None
+    reason = "healthy"
+    if full_due and (
+        any_delete
+        or has_change
+        or len(fragments) > (config.base_buckets if keyed else 1)
+        or len(undersized) >= 2
+        or rewrite_segments
+    ):
+        kind, reason = OptimizingType.FULL, "full.trigger.interval reached"
+    elif rewrite_segments:
+        kind, reason = OptimizingType.MAJOR, f"{len(rewrite_segments)} segment(s) over major.trigger.duplicate-ratio"
+    elif _enough_content(undersized, config):
+        kind, reason = OptimizingType.MAJOR, f"{len(undersized)} undersized segments hold a target file of content"
+    elif keyed:
+        threshold = max(config.base_buckets + 1, config.minor_file_count)
+        refresh_due = config.base_refresh_interval_ms >= 0 and now_ms - part.last_optimized_ms > config.base_refresh_interval_ms
+        if small >= threshold:
+            kind, reason = OptimizingType.MINOR, f"{small} small files >= {threshold}"
+        elif (small > config.base_buckets or has_change) and minor_interval_due:
+            kind, reason = OptimizingType.MINOR, "minor.trigger.interval reached with change data"
+        elif has_change and refresh_due:
+            kind, reason = OptimizingType.MINOR, "base.refresh-interval reached"
+        elif combine_pos:
+            kind, reason = OptimizingType.MINOR, f"{len(combine_pos)} segment(s) with several position-delete files"
+    elif small >= config.minor_file_count:
+        kind, reason = OptimizingType.MINOR, f"{small} small files >= {config.minor_file_count}"
+    elif small > 1 and minor_interval_due:
+        kind, reason = OptimizingType.MINOR, "minor.trigger.interval reached"
+    elif combine_pos:
+        kind, reason = OptimizingType.MINOR, f"{len(combine_pos)} segment(s) with several position-delete files"
+
+    return PartitionEvaluation(
+        path=part.path,
+        type=kind,
+        reason=reason,
+        fragments=len(fragments) + len(inserts),
+        undersized=len(undersized),
+        segments=len(segments),
+        change_files=len(part.change),
+        delete_files=len(deletes) + len(eq_delete_files) + len({p for f in part.base for p in f.pos_delete_files}),
+        pos_delete_records=sum(f.pos_delete_records for f in part.base),
+        records=sum(f.records for f in part.base),
+    )
+
+
+def evaluate_table(
+    name: str,
+    partitions: Sequence[PartitionFiles],
+    config: OptimizingConfig,
+    *,
+    keyed: bool,
+    now_ms: int,
+    last_full_ms: int,
+) -> TableEvaluation:
+    """Every partition's evaluation; disabled tables are always idle."""
+    if not config.enabled:
+        return TableEvaluation(name, ())
+    return TableEvaluation(
+        name,
+        tuple(evaluate_partition(p, config, keyed=keyed, now_ms=now_ms, last_full_ms=last_full_ms) for p in partitions),
+    )

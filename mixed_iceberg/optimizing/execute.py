@@ -1,0 +1,172 @@
+"""Run one rewrite task: read inputs, apply the same merge kernel readers use, write outputs.
+
+Rewritten base files and merged change rows become new ``B`` files at the target size;
+segments that the merged deletes hit get one position-delete file each (their earlier
+position deletes folded in). Nothing is committed here: the output lists what to add and
+what to remove, and :mod:`mixed_iceberg.optimizing.commit` commits all tasks at once.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.manifest import DataFile
+from pyiceberg.table import FileScanTask, Table
+
+from mixed_iceberg.changestore.writer import WriterIdentity
+from mixed_iceberg.format import parse_change
+from mixed_iceberg.optimizing.collect import CollectedTable
+from mixed_iceberg.optimizing.model import BaseFile, RewriteTask
+from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, merge_latest
+from mixed_iceberg.reader.plan import ChangeFileRef
+from mixed_iceberg.reader.read import filesystem_for, read_base_rows, read_change_rows
+from mixed_iceberg.store.datafiles import data_location
+from mixed_iceberg.store.delete_files import write_position_deletes
+from mixed_iceberg.store.layout import split_sized
+from mixed_iceberg.store.writing import write_groups
+from mixed_iceberg.typedef import DataFileType
+
+if TYPE_CHECKING:
+    from mixed_iceberg.table import MixedTable
+
+__all__ = ["TaskOutput", "execute_task"]
+
+_POS_PATH_ID = 2147483546
+
+
+@dataclass(slots=True)
+class TaskOutput:
+    """Files a task wrote and files it makes obsolete, with its counts."""
+
+    task: RewriteTask
+    added_data: list[DataFile] = field(default_factory=list)
+    added_deletes: list[DataFile] = field(default_factory=list)
+    removed_data: list[DataFile] = field(default_factory=list)
+    removed_deletes: list[DataFile] = field(default_factory=list)
+    rows_in: int = 0
+    rows_out: int = 0
+    duration_s: float = 0.0
+
+    @property
+    def bytes_out(self) -> int:
+        return sum(f.file_size_in_bytes for f in [*self.added_data, *self.added_deletes])
+
+
+def _scan_task(collected: CollectedTable, file: BaseFile) -> FileScanTask:
+    deletes = {collected.delete_files[p].data_file for p in (*file.pos_delete_files, *file.eq_delete_files)}
+    return FileScanTask(collected.data_files[file.path].data_file, delete_files=deletes)
+
+
+def _change_refs(task: RewriteTask) -> list[ChangeFileRef]:
+    refs = []
+    for change in task.change:
+        meta = parse_change(change.path, change.sequence_number)
+        refs.append(ChangeFileRef(change.path, meta.file_type, meta.transaction_id, change.sequence_number, 0, change.records))
+    return refs
+
+
+def _read_columns(base: Table, path: str, columns: list[str]) -> pa.Table:
+    """Columns of one Parquet file, in file order (positions), with no hive-path inference."""
+    filesystem, local = filesystem_for(base.io, path)
+    with filesystem.open_input_file(local) as stream:
+        return pq.ParquetFile(stream).read(columns=columns)
+
+
+def _pos_delete_rows(base: Table, delete: DataFile, target: str) -> pa.Array:
+    """Positions an existing position-delete file removes from ``target``."""
+    rows = _read_columns(base, delete.file_path, ["file_path", "pos"])
+    return rows.filter(pc.equal(rows.column("file_path"), target)).column("pos").combine_chunks()
+
+
+def _targets(base: Table, delete: DataFile) -> set[str]:
+    lower = (delete.lower_bounds or {}).get(_POS_PATH_ID)
+    if lower is not None and lower == (delete.upper_bounds or {}).get(_POS_PATH_ID):
+        return {lower.decode()}
+    return set(pc.unique(_read_columns(base, delete.file_path, ["file_path"]).column("file_path")).to_pylist())
+
+
+def _killed_positions(base: Table, segment: BaseFile, newest: pa.Table, keys: list[str]) -> npt.NDArray[np.int64]:
+    """Row positions of ``segment`` whose key has a strictly newer merged delete."""
+    rows = _read_columns(base, segment.path, keys)
+    rows = rows.append_column("__pos", pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+    hits = rows.join(newest, keys=keys, join_type="inner")
+    seg_lsn = (segment.transaction_id << 32) | BASE_OFFSET
+    return np.asarray(hits.filter(pc.greater(hits.column("__max"), seg_lsn)).column("__pos").to_numpy(), dtype=np.int64)
+
+
+def execute_task(table: MixedTable, collected: CollectedTable, task: RewriteTask, writer: WriterIdentity) -> TaskOutput:
+    """Rewrite one partition as ``task`` says; returns the files to add and remove."""
+    started = time.monotonic()
+    base = table.base_store
+    schema = table.schema()
+    keys = list(table.primary_key)
+    output = TaskOutput(task)
+    groups: dict[int, list[FileScanTask]] = {}
+    for file in task.rewrite:
+        groups.setdefault(file.transaction_id, []).append(_scan_task(collected, file))
+    data = read_base_rows(base, [(tx, 0, scans) for tx, scans in groups.items()], schema, AlwaysTrue(), with_partition=False)
+    refs = _change_refs(task)
+    deletes = pa.table({**{k: pa.array([], data.schema.field(k).type) for k in keys}, LSN: pa.array([], pa.int64())})
+    if table.change_store is not None and refs:
+        io = table.change_store.io
+        inserts = read_change_rows(
+            io, schema, [r for r in refs if not r.is_delete], schema.column_names, AlwaysTrue(), with_partition=False
+        )
+        deletes = read_change_rows(io, schema, [r for r in refs if r.is_delete], keys, AlwaysTrue(), with_partition=False)
+        data = pa.concat_tables([data, inserts.select(data.column_names)], promote_options="permissive")
+    output.rows_in = data.num_rows + deletes.num_rows
+    survivors = merge_latest(data, deletes, keys) if keys else data.drop_columns([LSN])
+    output.rows_out = survivors.num_rows
+    transaction_id = max([*(f.transaction_id for f in task.rewrite), *(r.transaction_id for r in refs), 0])
+    pieces = split_sized(base, survivors, keys, table.options.base_buckets, table.options.target_file_size)
+    output.added_data = write_groups(
+        base, pieces, base.schema(), lambda g: writer.file_name(g.node, DataFileType.BASE_FILE, transaction_id)
+    )
+    output.removed_data = [collected.data_files[f.path].data_file for f in task.rewrite]
+    covered = {f.path for f in task.rewrite}
+    if task.segments:
+        newest = deletes.group_by(keys).aggregate([(LSN, "max")]).rename_columns([*keys, "__max"]) if keys else None
+        for segment in task.segments:
+            positions = (
+                _killed_positions(base, segment, newest, keys)
+                if newest is not None and newest.num_rows
+                else np.empty(0, np.int64)
+            )
+            earlier = [
+                _pos_delete_rows(base, collected.delete_files[p].data_file, segment.path) for p in segment.pos_delete_files
+            ]
+            merged = np.unique(np.concatenate([positions, *(e.to_numpy() for e in earlier)]))
+            covered.add(segment.path)
+            if len(merged) == 0:
+                continue
+            spec_id, partition = collected.records[task.partition]
+            name = writer.file_name(segment.node, DataFileType.POS_DELETE_FILE, transaction_id)
+            path = data_location(base.location(), task.partition, name)
+            output.added_deletes.append(
+                write_position_deletes(
+                    base.io,
+                    path,
+                    pa.repeat(pa.scalar(segment.path, pa.string()), len(merged)),
+                    pa.array(merged),
+                    spec_id=spec_id,
+                    partition=partition,
+                    properties=base.properties,
+                )
+            )
+    attached = {p for f in (*task.rewrite, *task.segments) for p in (*f.pos_delete_files, *f.eq_delete_files)}
+    for path in sorted(attached):
+        delete = collected.delete_files[path].data_file
+        if delete.content.name == "EQUALITY_DELETES":
+            continue  # equality deletes may still apply to files outside this task
+        if _targets(base, delete) <= covered:
+            output.removed_deletes.append(delete)
+    output.duration_s = time.monotonic() - started
+    return output

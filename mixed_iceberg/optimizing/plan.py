@@ -1,0 +1,115 @@
+"""Turn an evaluation into rewrite tasks. Pure: file metadata in, tasks out.
+
+Per partition: which change files to merge (a sequence prefix bounded by
+``self-optimizing.max-file-count`` that keeps transaction order), which base files to rewrite
+(by type), and which segments only get position deletes. Base files whose transaction id is
+above the merged range are never rewritten: their rows would otherwise take a lower LSN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import groupby
+
+from mixed_iceberg.optimizing.evaluate import needs_rewrite
+from mixed_iceberg.optimizing.model import (
+    BaseFile,
+    ChangeFile,
+    FileClass,
+    OptimizingConfig,
+    OptimizingType,
+    PartitionFiles,
+    RewriteTask,
+    TableEvaluation,
+)
+
+__all__ = ["change_prefix", "plan_tasks"]
+
+
+def change_prefix(files: Sequence[ChangeFile], limit: int) -> list[ChangeFile]:
+    """The longest whole-sequence prefix with at most ``limit`` files, backed off until every
+    transaction id taken is below every one left (Amoro's ``getMaxSequenceKeepingTxIdInOrder``)."""
+    ordered = sorted(files, key=lambda f: (f.sequence_number, f.path))
+    groups = [list(g) for _, g in groupby(ordered, key=lambda f: f.sequence_number)]
+    taken: list[list[ChangeFile]] = []
+    count = 0
+    for group in groups:
+        if taken and count + len(group) > limit:
+            break
+        taken.append(group)
+        count += len(group)
+    rest = [f for group in groups[len(taken) :] for f in group]
+    while taken and rest and max(f.transaction_id for g in taken for f in g) >= min(f.transaction_id for f in rest):
+        rest = taken.pop() + rest
+    return [f for group in taken for f in group]
+
+
+def _rewrite_set(part: PartitionFiles, kind: OptimizingType, config: OptimizingConfig) -> list[BaseFile]:
+    classes = {f.path: config.classify(f.size) for f in part.base}
+    if kind is OptimizingType.FULL:
+        if config.full_rewrite_all:
+            return list(part.base)
+        return [f for f in part.base if classes[f.path] is not FileClass.SEGMENT or f.pos_delete_files or f.eq_delete_files]
+    fragments = [f for f in part.base if classes[f.path] is FileClass.FRAGMENT]
+    if kind is OptimizingType.MINOR:
+        return fragments
+    undersized = [f for f in part.base if classes[f.path] is FileClass.UNDERSIZED]
+    heavy = [f for f in part.base if classes[f.path] is not FileClass.FRAGMENT and needs_rewrite(f, config)]
+    sizes = sorted(f.size for f in undersized)
+    enough = len(sizes) >= 2 and sum(sizes) >= config.target_size
+    chosen = {f.path: f for f in [*fragments, *heavy, *(undersized if enough else [])]}
+    return list(chosen.values())
+
+
+def _worth_rewriting(files: list[BaseFile]) -> list[BaseFile]:
+    """Without change data to merge, a node's lone clean file would only be copied: skip it."""
+    by_node: dict[int, list[BaseFile]] = {}
+    for file in files:
+        by_node.setdefault(file.node.id, []).append(file)
+    return [f for group in by_node.values() for f in group if len(group) > 1 or f.pos_delete_files or f.eq_delete_files]
+
+
+def plan_partition(part: PartitionFiles, kind: OptimizingType, config: OptimizingConfig, *, keyed: bool) -> RewriteTask | None:
+    """The task for one partition, or ``None`` when there is nothing to rewrite."""
+    change = change_prefix(part.change, config.max_file_count) if keyed else []
+    to_sequence = max((c.sequence_number for c in change), default=part.optimized_sequence)
+    rewrite = _rewrite_set(part, kind, config)
+    if keyed:
+        rewrite = [f for f in rewrite if f.transaction_id <= to_sequence]
+    if not change:
+        rewrite = _worth_rewriting(rewrite)
+    if not change and not rewrite:
+        return None
+    chosen = {f.path for f in rewrite}
+    has_deletes = any(c.is_delete for c in change)
+    segments = [f for f in part.base if f.path not in chosen and (has_deletes or len(f.pos_delete_files) > 1)]
+    return RewriteTask(
+        partition=part.path,
+        type=kind,
+        rewrite=tuple(rewrite),
+        segments=tuple(segments),
+        change=tuple(change),
+        from_sequence=part.optimized_sequence,
+        to_sequence=to_sequence,
+    )
+
+
+def plan_tasks(
+    partitions: Sequence[PartitionFiles],
+    evaluation: TableEvaluation,
+    config: OptimizingConfig,
+    *,
+    keyed: bool,
+    requested: OptimizingType | None = None,
+) -> list[RewriteTask]:
+    """Tasks for every partition that needs optimizing (or all, at ``requested`` type)."""
+    by_path = {p.path: p for p in evaluation.partitions}
+    tasks = []
+    for part in partitions:
+        kind = (requested or by_path[part.path].type) if part.path in by_path else requested
+        if kind is None:
+            continue
+        task = plan_partition(part, kind, config, keyed=keyed)
+        if task is not None:
+            tasks.append(task)
+    return tasks

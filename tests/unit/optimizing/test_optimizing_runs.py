@@ -1,0 +1,153 @@
+"""Optimizing runs on real tables: what each type leaves behind, and commit races."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from mixed_iceberg import MixedTable, TableFormat
+from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
+from mixed_iceberg.exceptions import CommitConflictError
+from mixed_iceberg.optimizing.engine import TableOptimizing
+from mixed_iceberg.optimizing.model import OptimizingType
+from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
+
+
+def _keyed(tmp_path: Path, **props: str) -> MixedTable:
+    table = local_catalog(tmp_path).create_table("db.t", ORDERS_SCHEMA, primary_key=["id"], properties=props)
+    table.bulk_load(changes([("+I", k, "a", k, 1.0) for k in range(100)]).drop_columns(["_change_action"]))
+    return table
+
+
+def _churn(table: MixedTable, commits: int, start: int = 0) -> None:
+    for i in range(start, start + commits):
+        with table.new_transaction() as txn:
+            txn.write(changes([("-U", i, "a", i, 1.0), ("+U", i, "b", i + 1000, 2.0), ("+I", 1000 + i, "c", 1, 1.0)]))
+
+
+def _content(table: MixedTable) -> list[int]:
+    return table.refresh().base_store.inspect.files().column("content").to_pylist()
+
+
+def test_minor_merges_change_files_and_advances_the_optimized_sequence(tmp_path: Path) -> None:
+    table = _keyed(tmp_path)
+    _churn(table, 5)
+    before = rows_of(table.scan().to_arrow())
+    result = table.optimizing.run("minor")
+    assert result.committed
+    assert result.type is OptimizingType.MINOR
+    assert rows_of(table.scan().to_arrow()) == before
+    assert read_optimized_sequence(table.base_store, table.base_store.current_snapshot()) == {"": 5}
+    assert table.optimizing.plan("minor") == []
+
+
+def test_minor_turns_change_deletes_into_position_deletes_on_segments(tmp_path: Path) -> None:
+    table = _keyed(tmp_path, **{"self-optimizing.target-size": "1024"})  # every base file is a segment
+    _churn(table, 3)
+    before = rows_of(table.scan().to_arrow())
+    table.optimizing.run("minor")
+    assert rows_of(table.scan().to_arrow()) == before
+    assert 1 in _content(table), "expected position-delete files on the segments"
+    table.optimizing.run("full")
+    assert rows_of(table.scan().to_arrow()) == before
+    assert set(_content(table)) == {0}, "full optimizing leaves no delete files"
+
+
+def test_evaluation_is_idle_on_a_fresh_table_and_pending_after_enough_commits(tmp_path: Path) -> None:
+    table = _keyed(tmp_path)
+    clock = TableOptimizing(table, clock=lambda: 0.0)
+    assert clock.evaluate().type is None
+    _churn(table, 6)  # 6 commits x (1 I + 1 ED file per touched node) >= 12 small files
+    assert TableOptimizing(table, clock=lambda: 0.0).evaluate().type is OptimizingType.MINOR
+
+
+def test_concurrent_change_commits_are_kept_not_merged_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _keyed(tmp_path)
+    _churn(table, 2)
+    import mixed_iceberg.optimizing.engine as engine
+
+    real_commit = engine.commit_outputs
+
+    def commit_after_a_concurrent_write(*args, **kwargs):  # type: ignore[no-untyped-def]
+        _churn(table, 1, start=50)  # lands between planning and the optimizer's commit
+        return real_commit(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "commit_outputs", commit_after_a_concurrent_write)
+    table.optimizing.run("minor")
+    monkeypatch.undo()
+    assert read_optimized_sequence(table.base_store, table.base_store.current_snapshot()) == {"": 2}
+    rows = {r[0]: r for r in rows_of(table.scan().to_arrow())}
+    assert rows[50] == (50, "b", 1050, 2.0)
+    assert 1050 in rows
+    assert len(rows) == 103
+    table.optimizing.run("minor")
+    assert len(rows_of(table.scan().to_arrow())) == 103
+
+
+def test_two_optimizers_one_wins_the_other_replans_cleanly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _keyed(tmp_path)
+    _churn(table, 3)
+    before = rows_of(table.scan().to_arrow())
+    import mixed_iceberg.optimizing.engine as engine
+
+    real_commit = engine.commit_outputs
+    calls = {"n": 0}
+
+    def other_optimizer_first(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 1:
+            monkeypatch.setattr(engine, "commit_outputs", real_commit)
+            other = local_catalog(tmp_path).load_table("db.t")
+            assert other.optimizing.run("minor").committed
+            monkeypatch.setattr(engine, "commit_outputs", other_optimizer_first)
+        return real_commit(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "commit_outputs", other_optimizer_first)
+    result = table.optimizing.run("minor")
+    monkeypatch.undo()
+    assert rows_of(table.scan().to_arrow()) == before
+    assert result.committed is False or result.type is not None
+    assert read_optimized_sequence(table.base_store, table.base_store.current_snapshot()) == {"": 3}
+
+
+def test_losing_optimizer_deletes_what_it_wrote(tmp_path: Path) -> None:
+    from mixed_iceberg.optimizing.collect import collect
+    from mixed_iceberg.optimizing.commit import commit_outputs
+    from mixed_iceberg.optimizing.evaluate import evaluate_table
+    from mixed_iceberg.optimizing.execute import execute_task
+    from mixed_iceberg.optimizing.plan import plan_tasks
+
+    table = _keyed(tmp_path)
+    _churn(table, 2)
+    collected = collect(table)
+    cfg = table.optimizing.config
+    evaluation = evaluate_table(table.name, collected.partitions, cfg, keyed=True, now_ms=0, last_full_ms=0)
+    tasks = plan_tasks(collected.partitions, evaluation, cfg, keyed=True, requested=OptimizingType.MINOR)
+    outputs = [execute_task(table, collected, t, table.writer_identity()) for t in tasks]
+    local_catalog(tmp_path).load_table("db.t").optimizing.run("minor")  # the winner
+    with pytest.raises(CommitConflictError, match="optimiz"):
+        commit_outputs(table, OptimizingType.MINOR, outputs, 0)
+    written = [f.file_path.removeprefix("file://") for o in outputs for f in o.added_data]
+    assert written
+    assert not any(Path(p).exists() for p in written)
+
+
+def test_plain_iceberg_table_with_tiny_appends_and_position_deletes_compacts(tmp_path: Path) -> None:
+    catalog = local_catalog(tmp_path)
+    table = catalog.create_table("db.plain", ORDERS_SCHEMA, table_format=TableFormat.ICEBERG)
+    for i in range(200):
+        table.base_store.append(
+            pa.table(
+                {"id": pa.array([i], pa.int64()), "cat": ["x"], "qty": pa.array([i], pa.int32()), "price": [1.0]},
+                schema=table.arrow_schema(),
+            )
+        )
+    table.base_store.delete("id < 20")  # pyiceberg deletes whole files here (copy-on-write)
+    before = rows_of(table.scan().to_arrow())
+    assert len(_content(table)) == 180
+    result = table.optimizing.run()
+    assert result.type is OptimizingType.MINOR
+    assert len(_content(table)) <= 2
+    assert rows_of(table.scan().to_arrow()) == before

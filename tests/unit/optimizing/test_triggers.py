@@ -1,0 +1,125 @@
+"""Amoro's trigger rules, one per test, on metadata only (no files), with an explicit clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from mixed_iceberg.format import DataTreeNode
+from mixed_iceberg.optimizing.evaluate import evaluate_partition
+from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, FileClass, OptimizingConfig, OptimizingType, PartitionFiles
+from mixed_iceberg.optimizing.plan import change_prefix, plan_partition
+
+MB = 1024 * 1024
+HOUR = 3_600_000
+
+
+def config(**props: str) -> OptimizingConfig:
+    return OptimizingConfig.from_properties(props)
+
+
+def base(name: str, size: int, *, records: int = 1000, deleted: int = 0, pos_files: int = 0, tx: int = 0) -> BaseFile:
+    return BaseFile(name, size, records, tx, DataTreeNode.root(), tuple(f"{name}-pd{i}" for i in range(pos_files)), deleted)
+
+
+def change(seq: int, *, delete: bool = False, tx: int | None = None, name: str = "") -> ChangeFile:
+    return ChangeFile(name or f"c{seq}{'d' if delete else 'i'}", 1000, 10, seq, seq if tx is None else tx, delete)
+
+
+def part(base_files: tuple[BaseFile, ...] = (), change_files: tuple[ChangeFile, ...] = (), last: int = 0) -> PartitionFiles:
+    return PartitionFiles("", base_files, change_files, 0, last)
+
+
+def kind(
+    p: PartitionFiles, cfg: OptimizingConfig, *, keyed: bool = True, now: int = 1, last_full: int = 0
+) -> OptimizingType | None:
+    return evaluate_partition(p, cfg, keyed=keyed, now_ms=now, last_full_ms=last_full).type
+
+
+def test_file_classes_follow_fragment_and_min_target_ratios() -> None:
+    cfg = config()
+    assert (cfg.fragment_size, cfg.min_target_size) == (16 * MB, 96 * MB)
+    assert [cfg.classify(s) for s in (16 * MB, 16 * MB + 1, 96 * MB, 96 * MB + 1)] == [
+        FileClass.FRAGMENT,
+        FileClass.UNDERSIZED,
+        FileClass.UNDERSIZED,
+        FileClass.SEGMENT,
+    ]
+
+
+def test_keyed_minor_needs_twelve_small_files_before_the_interval() -> None:
+    eleven = part(change_files=tuple(change(s) for s in range(1, 12)))
+    twelve = part(change_files=tuple(change(s) for s in range(1, 13)))
+    assert kind(eleven, config()) is None
+    assert kind(twelve, config()) is OptimizingType.MINOR
+
+
+def test_keyed_minor_threshold_is_at_least_buckets_plus_one() -> None:
+    files = part(change_files=tuple(change(s) for s in range(1, 14)))
+    cfg = config(**{"self-optimizing.minor.trigger.file-count": "2", "base.file-index.hash-bucket": "16"})
+    assert kind(files, cfg) is None  # 13 < max(16 + 1, 2)
+
+
+def test_minor_interval_merges_any_change_data() -> None:
+    one = part(change_files=(change(1),), last=0)
+    assert kind(one, config(), now=HOUR) is None
+    assert kind(one, config(), now=HOUR + 1) is OptimizingType.MINOR
+    assert kind(part(base_files=(base("b", 200 * MB),)), config(), now=10 * HOUR) is None
+
+
+def test_major_on_duplicate_ratio_of_a_segment() -> None:
+    assert kind(part((base("s", 200 * MB, records=1000, deleted=100, pos_files=1),)), config()) is None
+    assert kind(part((base("s", 200 * MB, records=1000, deleted=101, pos_files=1),)), config()) is OptimizingType.MAJOR
+
+
+def test_major_on_enough_undersized_content() -> None:
+    cfg = config(**{"self-optimizing.target-size": str(100 * MB)})  # fragments <= 12.5 MB, undersized <= 75 MB
+    assert kind(part((base("a", 60 * MB), base("b", 30 * MB))), cfg) is None
+    assert kind(part((base("a", 60 * MB), base("b", 40 * MB))), cfg) is OptimizingType.MAJOR
+
+
+def test_full_only_when_its_interval_is_set_and_reached() -> None:
+    dirty = part((base("s", 200 * MB, deleted=1, pos_files=1),), (change(1),))
+    assert kind(dirty, config(), now=10 * HOUR) is not OptimizingType.FULL
+    cfg = config(**{"self-optimizing.full.trigger.interval": str(HOUR)})
+    assert kind(dirty, cfg, now=HOUR, last_full=0) is not OptimizingType.FULL
+    assert kind(dirty, cfg, now=HOUR + 1, last_full=0) is OptimizingType.FULL
+
+
+def test_disabled_table_is_never_pending() -> None:
+    from mixed_iceberg.optimizing.evaluate import evaluate_table
+
+    files = [part(change_files=tuple(change(s) for s in range(1, 40)))]
+    assert (
+        evaluate_table(
+            "t", files, config(**{"self-optimizing.enabled": "false"}), keyed=True, now_ms=10 * HOUR, last_full_ms=0
+        ).type
+        is None
+    )
+
+
+def test_plain_table_minor_counts_fragments() -> None:
+    tiny = tuple(base(f"f{i}", 1000) for i in range(12))
+    assert kind(part(tiny[:11]), config(), keyed=False) is None
+    assert kind(part(tiny), config(), keyed=False) is OptimizingType.MINOR
+
+
+@pytest.mark.parametrize(("limit", "taken"), [(1, [1]), (2, [1]), (3, [1, 2]), (10, [1, 2, 3])])
+def test_change_prefix_keeps_whole_sequences(limit: int, taken: list[int]) -> None:
+    files = [change(1, name="a"), change(2, name="b"), change(2, delete=True, name="c"), change(3, name="d")]
+    assert sorted({f.sequence_number for f in change_prefix(files, limit)}) == taken
+
+
+def test_change_prefix_backs_off_to_keep_transaction_order() -> None:
+    files = [change(1, tx=5, name="a"), change(2, tx=3, name="b"), change(3, tx=9, name="c")]
+    assert change_prefix(files, 1) == []  # tx 5 taken while tx 3 is left: not allowed
+    assert [f.name if hasattr(f, "name") else f.path for f in change_prefix(files, 2)] == ["a", "b"]
+
+
+def test_plan_never_rewrites_base_files_newer_than_the_merged_range() -> None:
+    newer = base("bulk", 1000, tx=9)
+    p = PartitionFiles("", (base("old", 1000, tx=1), newer), (change(2), change(3, delete=True)), 1, 0)
+    task = plan_partition(p, OptimizingType.MINOR, config(), keyed=True)
+    assert task is not None
+    assert [f.path for f in task.rewrite] == ["old"]
+    assert newer in task.segments
+    assert (task.from_sequence, task.to_sequence) == (1, 3)
