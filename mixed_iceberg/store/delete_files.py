@@ -1,0 +1,398 @@
+"""Write position-delete files and commit delete files: the one module on pyiceberg internals.
+
+pyiceberg 0.12 reads position deletes but cannot write them: its manifest writers hard-code
+``content=data`` and its snapshot producers only add and drop *data* files. The BaseStore needs
+both (optimizing turns ChangeStore deletes into position deletes on base files, and drops them
+once the data files they point at are rewritten), so this module fills the gap. Everything that
+reaches into pyiceberg's private API for *writing* is here, so an upgrade has one file to check:
+
+* ``pyiceberg.table.update.snapshot._SnapshotProducer`` is subclassed. It writes the manifest
+  list, builds the summary (with totals) and the snapshot/ref updates, and is what
+  ``Transaction.commit_transaction`` re-runs on a retry (``_refresh_for_retry``,
+  ``_validate_concurrency``, ``_commit``), so a staged rewrite survives a lost race.
+* ``pyiceberg.manifest.ManifestWriterV2`` is subclassed to write *delete* manifests.
+* ``Transaction._table`` gives the FileIO and, on a retry, the refreshed catalog metadata;
+  ``Transaction._snapshot_producers`` is cleaned when staging fails.
+
+Example:
+    >>> deletes = write_position_deletes(  # doctest: +SKIP
+    ...     tbl.io, path, pa.array([data.file_path] * 2), pa.array([3, 7]),
+    ...     spec_id=0, partition=Record(), properties=tbl.properties)
+    >>> with tbl.transaction() as txn:  # doctest: +SKIP
+    ...     stage_rewrite(txn, add_deletes=[deletes])
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.exceptions import ValidationException
+from pyiceberg.expressions import AlwaysFalse, AlwaysTrue, And, BooleanExpression, EqualTo, IsNull, Or, Reference
+from pyiceberg.expressions.visitors import manifest_evaluator
+from pyiceberg.io import FileIO
+from pyiceberg.io.fileformat import FileFormatFactory
+from pyiceberg.io.pyarrow import schema_to_pyarrow
+from pyiceberg.manifest import (
+    DataFile,
+    DataFileContent,
+    FileFormat,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    ManifestWriter,
+    ManifestWriterV2,
+)
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table import TableProperties, Transaction
+from pyiceberg.table.snapshots import Operation, Summary, ancestors_between_ids
+from pyiceberg.table.update.snapshot import _SnapshotProducer
+from pyiceberg.typedef import EMPTY_DICT, Properties, Record
+from pyiceberg.types import LongType, NestedField, StringType
+
+__all__ = ["FILE_PATH_FIELD_ID", "POSITION_DELETE_SCHEMA", "POS_FIELD_ID", "stage_rewrite", "write_position_deletes"]
+
+FILE_PATH_FIELD_ID = 2147483546
+POS_FIELD_ID = 2147483545
+
+#: The spec's position-delete schema. pyiceberg's ``POSITIONAL_DELETE_SCHEMA`` is only fit for
+#: reading: both columns are optional there and ``pos`` is an int.
+POSITION_DELETE_SCHEMA = Schema(
+    NestedField(FILE_PATH_FIELD_ID, "file_path", StringType(), required=True),
+    NestedField(POS_FIELD_ID, "pos", LongType(), required=True),
+)
+
+# Exact bounds, whatever the table's metrics mode: a delete file whose file_path bounds are equal
+# is indexed by that one data file (pyiceberg's DeleteFileIndex, Java's too) instead of being
+# opened for every data file of its partition. The default truncate(16) would lose that.
+_FULL_METRICS = {f"{TableProperties.METRICS_MODE_COLUMN_CONF_PREFIX}.{name}": "full" for name in ("file_path", "pos")}
+
+
+def write_position_deletes(
+    io: FileIO,
+    path: str,
+    file_paths: pa.Array | pa.ChunkedArray,
+    positions: pa.Array | pa.ChunkedArray,
+    *,
+    spec_id: int,
+    partition: Record,
+    properties: Properties,
+) -> DataFile:
+    """Write the deleted rows ``(file_paths[i], positions[i])`` as one Parquet position-delete file.
+
+    Rows are deduplicated and sorted by (file_path, pos), as the spec requires of writers (readers
+    may merge them with data rows in order). All data files referenced must share ``partition``.
+
+    Returns:
+        The manifest description (``content=POSITION_DELETES``, counts, size, exact bounds).
+
+    Raises:
+        ValueError: the two arrays differ in length, hold nulls, or are empty.
+    """
+    if len(file_paths) != len(positions):
+        raise ValueError(f"{path}: expected as many positions as file paths, found {len(positions)} and {len(file_paths)}")
+    if len(file_paths) == 0:
+        raise ValueError(f"{path}: expected at least one deleted row, found none")
+    rows = pa.table({"file_path": pc.cast(file_paths, pa.string()), "pos": pc.cast(positions, pa.int64())})
+    if rows["file_path"].null_count or rows["pos"].null_count:
+        raise ValueError(f"{path}: expected no null file path or position, found some")
+    rows = rows.group_by(["file_path", "pos"]).aggregate([])
+    rows = rows.sort_by([("file_path", "ascending"), ("pos", "ascending")])
+    rows = rows.cast(schema_to_pyarrow(POSITION_DELETE_SCHEMA))
+    output = io.new_output(path)
+    writer = FileFormatFactory.get(FileFormat.PARQUET).create_writer(
+        output, POSITION_DELETE_SCHEMA, {**properties, **_FULL_METRICS}
+    )
+    with writer:
+        writer.write(rows)
+    data_file = DataFile.from_args(
+        content=DataFileContent.POSITION_DELETES,
+        file_path=path,
+        file_format=FileFormat.PARQUET,
+        partition=partition,
+        file_size_in_bytes=len(output),
+        sort_order_id=None,
+        equality_ids=None,
+        key_metadata=None,
+        **writer.result().to_serialized_dict(),
+    )
+    data_file.spec_id = spec_id  # from_args drops spec_id: it is not a manifest column
+    return data_file
+
+
+def stage_rewrite(
+    txn: Transaction,
+    *,
+    add_data: Sequence[DataFile] = (),
+    remove_data: Sequence[DataFile] = (),
+    add_deletes: Sequence[DataFile] = (),
+    remove_deletes: Sequence[DataFile] = (),
+    snapshot_properties: Mapping[str, str] = EMPTY_DICT,
+    operation: Operation | None = None,
+) -> int:
+    """Stage on ``txn`` one snapshot that adds and removes data files and delete files.
+
+    No files at all stages an empty ``append`` that only carries ``snapshot_properties``.
+    Removed files must be live in the branch head; their manifest entries are kept as DELETED
+    (with their sequence numbers), every other live entry is carried over. Added files get the
+    new snapshot's sequence number, so equality deletes added here apply to older data only.
+    The operation is inferred unless given: ``append`` (data added only), ``delete`` (no data
+    added, but data files removed or delete files added), ``overwrite`` otherwise. Pass
+    ``Operation.REPLACE`` for a rewrite that keeps the table's rows (compaction, dropping
+    dangling deletes), so incremental readers skip it.
+
+    If the commit is retried after a concurrent commit, the snapshot is rebuilt on the new head.
+    It fails with ``ValidationException`` when a removed file is gone, when delete files were
+    added meanwhile in a partition whose data files this removes (they would not apply to the
+    rewritten rows), or when data files were removed meanwhile in a partition this adds position
+    deletes to (the rows may have moved).
+
+    Returns:
+        The id of the staged snapshot.
+
+    Raises:
+        ValueError: a file is in the wrong list, listed twice, or the table cannot hold deletes.
+        ValidationException: a removed file is not live in the branch head.
+    """
+    _check_content("add_data", add_data, data=True)
+    _check_content("remove_data", remove_data, data=True)
+    _check_content("add_deletes", add_deletes, data=False)
+    _check_content("remove_deletes", remove_deletes, data=False)
+    added, removed = [*add_data, *add_deletes], [*remove_data, *remove_deletes]
+    paths = Counter(f.file_path for f in (*added, *removed))
+    if repeated := sorted(path for path, count in paths.items() if count > 1):
+        raise ValueError(f"expected each file once across the add and remove lists, found repeated: {repeated}")
+    if (add_deletes or remove_deletes) and txn.table_metadata.format_version != 2:
+        raise ValueError(f"delete files need table format version 2, found {txn.table_metadata.format_version}")
+    if operation is None:
+        operation = _infer_operation(bool(add_data), bool(remove_data), bool(add_deletes), bool(remove_deletes))
+    elif (operation == Operation.APPEND and (removed or add_deletes)) or (operation == Operation.DELETE and add_data):
+        raise ValueError(f"operation {operation.value} cannot add {len(added)} and remove {len(removed)} files like this")
+    producer = _RewriteFiles(txn, operation, added, removed, dict(snapshot_properties))
+    try:
+        producer.commit()  # registers the producer for retries, then stages its updates
+    except BaseException:
+        # Nothing was staged: drop what was written and make sure a later retry of the
+        # transaction does not resurrect this producer.
+        producer._clean_all_uncommitted()
+        if producer in txn._snapshot_producers:
+            txn._snapshot_producers.remove(producer)
+        raise
+    return producer.snapshot_id
+
+
+def _check_content(name: str, files: Iterable[DataFile], *, data: bool) -> None:
+    for f in files:
+        if (f.content == DataFileContent.DATA) != data:
+            raise ValueError(f"{name}: expected {'data' if data else 'delete'} files, found {f.content.name} {f.file_path}")
+
+
+def _infer_operation(add_data: bool, remove_data: bool, add_deletes: bool, remove_deletes: bool) -> Operation:
+    if not (remove_data or add_deletes or remove_deletes):
+        return Operation.APPEND  # data added, or nothing: an empty commit that carries its summary
+    if add_data:
+        return Operation.OVERWRITE
+    if remove_data or add_deletes:
+        return Operation.DELETE
+    # Only delete files removed: rows may come back. REPLACE, if the caller knows they were dangling.
+    return Operation.OVERWRITE
+
+
+def _manifest_content(data_file: DataFile) -> ManifestContent:
+    return ManifestContent.DATA if data_file.content == DataFileContent.DATA else ManifestContent.DELETES
+
+
+def _spec_id(data_file: DataFile, default: int) -> int:
+    # DataFile.from_args drops spec_id, so a freshly written file may not have one (files read
+    # from manifests always do); those belong to the default spec.
+    spec_id: int = getattr(data_file, "_spec_id", default)
+    return spec_id
+
+
+def _partition_filter(spec: PartitionSpec, partitions: Iterable[Record]) -> BooleanExpression:
+    """A predicate on partition fields matching any of ``partitions`` (null-safe)."""
+    names = [field.name for field in spec.fields]
+    result: BooleanExpression = AlwaysFalse()
+    for partition in partitions:
+        match: BooleanExpression = AlwaysTrue()
+        for i, name in enumerate(names):
+            value = partition[i]
+            term = Reference(name)
+            match = And(match, IsNull(term=term) if value is None else EqualTo(term=term, value=value))
+        result = Or(result, match)
+    return result
+
+
+class _DeleteManifestWriter(ManifestWriterV2):
+    """A v2 delete manifest: pyiceberg's writers hard-code ``content=data`` in both places."""
+
+    def content(self) -> ManifestContent:
+        return ManifestContent.DELETES
+
+    @property
+    def _meta(self) -> dict[str, str]:
+        return {**super()._meta, "content": "deletes"}
+
+
+class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
+    """Adds and removes data and delete files in one snapshot.
+
+    The base class reads ``_added_data_files`` and ``_deleted_data_files`` (any content) to build
+    the summary totals; ``_manifests`` is replaced so that added files go to manifests of their
+    own content and spec, and only manifests holding a removed file are rewritten.
+    """
+
+    def __init__(
+        self,
+        txn: Transaction,
+        operation: Operation,
+        added: list[DataFile],
+        removed: list[DataFile],
+        snapshot_properties: dict[str, str],
+    ) -> None:
+        super().__init__(operation, txn, txn._table.io, snapshot_properties=snapshot_properties)
+        self._added_data_files = added
+        self._to_remove = {f.file_path: f for f in removed}
+        self._removed_entries: list[ManifestEntry] = []
+
+    def _manifests(self) -> list[ManifestFile]:
+        # Plan before writing, so a missing file leaves no orphan manifest behind.
+        plan = self._plan_carry_over()
+        found = {entry.data_file.file_path for entry in self._removed_entries}
+        if missing := sorted(self._to_remove.keys() - found):
+            raise ValidationException(
+                f"expected the files to remove to be live in snapshot {self._parent_snapshot_id}, found {len(missing)} not: {missing}"
+            )
+        # The summary counts what the manifests say was removed, not the caller's copies.
+        self._deleted_data_files = {entry.data_file for entry in self._removed_entries}
+        return self._write_added() + [self._rewrite(manifest, entries) for manifest, entries in plan]
+
+    def _plan_carry_over(self) -> list[tuple[ManifestFile, list[ManifestEntry] | None]]:
+        """Live manifests of the parent, with their entries when they list a file to remove."""
+        self._removed_entries = []
+        metadata = self._transaction.table_metadata
+        parent = metadata.snapshot_by_id(self._parent_snapshot_id) if self._parent_snapshot_id is not None else None
+        if parent is None:
+            return []
+        partitions: dict[tuple[ManifestContent, int], set[Record]] = defaultdict(set)
+        for f in self._to_remove.values():
+            partitions[(_manifest_content(f), _spec_id(f, metadata.default_spec_id))].add(f.partition)
+        may_hold: dict[tuple[ManifestContent, int], Callable[[ManifestFile], bool]] = {
+            key: self._may_hold(key[1], parts) for key, parts in partitions.items()
+        }
+        plan: list[tuple[ManifestFile, list[ManifestEntry] | None]] = []
+        for manifest in parent.manifests(self._io):
+            if not (manifest.has_added_files() or manifest.has_existing_files()):
+                continue  # only DELETED entries of an older snapshot: nothing live to carry
+            check = may_hold.get((manifest.content, manifest.partition_spec_id))
+            entries = manifest.fetch_manifest_entry(self._io, discard_deleted=True) if check and check(manifest) else None
+            removed = [e for e in entries or () if e.data_file.file_path in self._to_remove]
+            self._removed_entries.extend(removed)
+            plan.append((manifest, entries if removed else None))
+        return plan
+
+    def _may_hold(self, spec_id: int, partitions: set[Record]) -> Callable[[ManifestFile], bool]:
+        spec = self.spec(spec_id)
+        if spec.is_unpartitioned():
+            return lambda _: True
+        return manifest_evaluator(spec, self.schema(), _partition_filter(spec, partitions))
+
+    def _writer(self, content: ManifestContent, spec_id: int) -> ManifestWriter:
+        spec = self.spec(spec_id)
+        if content == ManifestContent.DATA:
+            return self.new_manifest_writer(spec)
+        return _DeleteManifestWriter(spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression)
+
+    def _write_added(self) -> list[ManifestFile]:
+        groups: dict[tuple[ManifestContent, int], list[DataFile]] = defaultdict(list)
+        default_spec_id = self._transaction.table_metadata.default_spec_id
+        for f in self._added_data_files:
+            groups[(_manifest_content(f), _spec_id(f, default_spec_id))].append(f)
+        manifests = []
+        for (content, spec_id), files in groups.items():
+            with self._writer(content, spec_id) as writer:
+                for f in files:
+                    # No sequence number: the manifest list assigns this snapshot's to the entry.
+                    entry = ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=self._snapshot_id, data_file=f)
+                    writer.add_entry(entry)
+            manifests.append(writer.to_manifest_file())
+        return manifests
+
+    def _rewrite(self, manifest: ManifestFile, entries: list[ManifestEntry] | None) -> ManifestFile:
+        if entries is None:
+            return manifest
+        with self._writer(manifest.content, manifest.partition_spec_id) as writer:
+            for entry in entries:
+                # delete() and existing() keep the entry's data and file sequence numbers.
+                if entry.data_file.file_path in self._to_remove:
+                    writer.delete(entry)
+                else:
+                    writer.existing(entry)
+        return writer.to_manifest_file()
+
+    def _existing_manifests(self) -> list[ManifestFile]:
+        # Abstract in the base class, whose _manifests (the only caller) is replaced above.
+        raise NotImplementedError
+
+    def _deleted_entries(self) -> list[ManifestEntry]:
+        return self._removed_entries
+
+    def _summary(self, snapshot_properties: dict[str, str] = EMPTY_DICT) -> Summary:
+        if self._operation != Operation.REPLACE:
+            return super()._summary(snapshot_properties)
+        # pyiceberg computes totals for append/overwrite/delete only; replace has the same.
+        self._operation = Operation.OVERWRITE
+        try:
+            summary = super()._summary(snapshot_properties)
+        finally:
+            self._operation = Operation.REPLACE
+        return Summary(Operation.REPLACE, **summary.additional_properties)
+
+    def _validate_concurrency(self) -> None:
+        """On a retry, refuse when commits since the start changed what this rewrite assumed.
+
+        pyiceberg's default checks do not fit: under serializable isolation any concurrent data
+        file conflicts, and its new-deletes check compares against the head's sequence number.
+        Removed files that are gone are caught by ``_manifests``. Checks are per partition.
+        """
+        window = self._commit_window
+        if window is None or window.head is None or window.is_empty():
+            return
+        metadata = self._transaction._table.metadata
+        default_spec_id = metadata.default_spec_id
+        rewritten = {
+            (_spec_id(f, default_spec_id), f.partition) for f in self._to_remove.values() if f.content == DataFileContent.DATA
+        }
+        deleting = {
+            (_spec_id(f, default_spec_id), f.partition)
+            for f in self._added_data_files
+            if f.content == DataFileContent.POSITION_DELETES
+        }
+        if not rewritten and not deleting:
+            return
+        specs = metadata.specs()
+        base_id = window.base.snapshot_id if window.base is not None else None
+        for snapshot in ancestors_between_ids(base_id, window.head.snapshot_id, metadata):
+            for manifest in snapshot.manifests(self._io):
+                if manifest.added_snapshot_id != snapshot.snapshot_id:
+                    continue
+                watch, status = (
+                    (rewritten, ManifestEntryStatus.ADDED)
+                    if manifest.content == ManifestContent.DELETES
+                    else (deleting, ManifestEntryStatus.DELETED)
+                )
+                if not watch:
+                    continue
+                for entry in manifest.fetch_manifest_entry(self._io, discard_deleted=False):
+                    f = entry.data_file
+                    is_global = f.content == DataFileContent.EQUALITY_DELETES and specs[f.spec_id].is_unpartitioned()
+                    ours = entry.status == status and entry.snapshot_id == snapshot.snapshot_id
+                    if ours and ((f.spec_id, f.partition) in watch or is_global):
+                        raise ValidationException(
+                            f"expected no concurrent change to partition {f.partition} of spec {f.spec_id}, "
+                            f"found snapshot {snapshot.snapshot_id} {entry.status.name.lower()} {f.file_path}"
+                        )
