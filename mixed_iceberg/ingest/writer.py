@@ -22,6 +22,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import signal
 import time
 from collections.abc import Sequence
 
@@ -54,6 +56,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 SUMMARY_PREFIX = "mixed-iceberg.ingest."
+#: Crash tests only: kill -9 this process right after the n-th table commit (before Kafka's).
+KILL_AFTER_TABLE_COMMIT = "MIXED_ICEBERG_TEST_KILL_AFTER_TABLE_COMMIT"
 
 
 def commit_writer_id(job: str, topic: str, partition: int) -> str:
@@ -178,6 +182,9 @@ class PartitionIngestor:
                 raise
         if next_offset > table_from:
             self._commit_table(parsed, table_from, next_offset)
+            if os.environ.get(KILL_AFTER_TABLE_COMMIT) == str(self.metrics.commits):
+                log.warning("%s: killing this process after table commit %d (crash test)", self.table.name, self.metrics.commits)
+                os.kill(os.getpid(), signal.SIGKILL)
         if self.log_writer is not None:
             self.log_writer.commit(next_offset)
             self.log_next = next_offset

@@ -1,0 +1,154 @@
+"""Running the real ingest job (``jobs/ingest_cdc.py``) and the CDC producer from tests.
+
+A job runs as its own process group (the Python client and the PyFlink gateway JVM that hosts
+the mini-cluster), so :meth:`IngestJob.kill` is a ``kill -9`` of the whole tree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from mixed_iceberg import MixedTable
+from mixed_iceberg.ingest.cdc import CdcFormat, CdcParser
+from mixed_iceberg.ingest.config import load_ingest_config
+from mixed_iceberg.ingest.runtime import load_table
+from mixed_iceberg.logstore.base import LogStoreConsumer
+from mixed_iceberg.logstore.kafka import KafkaLogReader
+from tests.support.services import ROOT
+
+__all__ = ["IngestJob", "IngestSetup", "produce", "read_topic"]
+
+
+@dataclass
+class IngestSetup:
+    """One isolated pipeline: its own topics, job name, table and warehouse."""
+
+    root: Path
+    bootstrap: str
+    name: str
+    parallelism: int = 2
+    commit_interval_ms: int = 500
+    env: dict[str, str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.env = {
+            **os.environ,
+            "MIXED_ICEBERG_WAREHOUSE_DIR": str(self.root / "warehouse"),
+            "MIXED_ICEBERG_KAFKA_BOOTSTRAP": self.bootstrap,
+            "MIXED_ICEBERG_INGEST_JOB": self.name,
+            "MIXED_ICEBERG_INGEST_TABLE": f"it.{self.name.replace('-', '_')}",
+            "MIXED_ICEBERG_INGEST_TOPIC": f"{self.name}_cdc",
+            "MIXED_ICEBERG_INGEST_DLQ": f"{self.name}_dlq",
+            "MIXED_ICEBERG_INGEST_LOG_TOPIC": f"{self.name}_log",
+            "FLINK_LOG_DIR": str(self.root / "flink-log"),
+        }
+
+    @property
+    def topic(self) -> str:
+        return self.env["MIXED_ICEBERG_INGEST_TOPIC"]
+
+    def args(self) -> list[str]:
+        return ["--set", f"parallelism={self.parallelism}", "--set", f"commit-interval-ms={self.commit_interval_ms}"]
+
+    def table(self) -> MixedTable:
+        saved = dict(os.environ)
+        os.environ.update(self.env)
+        try:
+            return load_table(load_ingest_config(ROOT / "conf" / "ingest.yaml"))
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+    def log_changes(self) -> pa.Table:
+        """Every committed LogStore change (read_committed), with partition and offset."""
+        reader = KafkaLogReader(self.bootstrap, self.env["MIXED_ICEBERG_INGEST_LOG_TOPIC"])
+        consumer = LogStoreConsumer(reader, self.table().arrow_schema())
+        try:
+            return consumer.read_all(idle_timeout=3.0)
+        finally:
+            consumer.close()
+
+
+class IngestJob:
+    """One run of the job as a subprocess (its own session, so kill -9 takes the JVM too)."""
+
+    def __init__(self, setup: IngestSetup, *, until_caught_up: bool = True, timeout: float = 300.0) -> None:
+        self.log_path = setup.root / f"job-{time.monotonic_ns()}.log"
+        command = [sys.executable, str(ROOT / "jobs" / "ingest_cdc.py"), *setup.args()]
+        if until_caught_up:
+            command += ["--until-caught-up", "--timeout", str(timeout)]
+        self._log = self.log_path.open("w")
+        self.proc = subprocess.Popen(
+            command, env=setup.env, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    def wait(self, timeout: float) -> int:
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self._log.close()
+
+    def kill(self) -> None:
+        """kill -9 of the whole process group (client, gateway JVM, Python workers)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+        self._log.close()
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def produce(setup: IngestSetup, events: int, keys: int, bad: int = 0, seed: int = 7) -> dict[str, object]:
+    """Run ``scripts/produce_cdc.py``; returns its oracle (final state and counts)."""
+    oracle = setup.root / f"oracle-{seed}.json"
+    subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "produce_cdc.py"), "--bootstrap", setup.bootstrap, "--topic", setup.topic,
+         "--events", str(events), "--keys", str(keys), "--bad", str(bad), "--seed", str(seed), "--oracle", str(oracle)],
+        check=True, env=setup.env, cwd=ROOT, capture_output=True, timeout=300,
+    )  # fmt: skip
+    loaded: dict[str, object] = json.loads(oracle.read_text())
+    return loaded
+
+
+def read_topic(bootstrap: str, topic: str) -> tuple[pa.Array, np.ndarray]:
+    """All committed values of ``topic`` and their partitions, partition by partition in offset order."""
+    reader = KafkaLogReader(bootstrap, topic)
+    values, partitions, offsets = [], [], []
+    try:
+        while True:
+            batch = reader.fetch(50_000, 3.0)
+            if len(batch) == 0:
+                break
+            values.append(batch.values)
+            partitions.append(batch.partitions)
+            offsets.append(batch.offsets)
+    finally:
+        reader.close()
+    if not values:
+        return pa.array([], pa.binary()), np.zeros(0, np.int32)
+    parts, offs = np.concatenate(partitions), np.concatenate(offsets)
+    order = np.lexsort((offs, parts))
+    return pa.concat_arrays(values).take(pa.array(order)), parts[order]
+
+
+def expected_changes(setup: IngestSetup) -> pa.Table:
+    """What the LogStore must hold: the source topic parsed per partition in offset order."""
+    table = setup.table()
+    values, _ = read_topic(setup.bootstrap, setup.topic)
+    parser = CdcParser(table.arrow_schema(), table.primary_key, CdcFormat.DEBEZIUM_JSON)
+    return parser.parse(values, np.arange(len(values))).changes
+
+
+__all__ += ["expected_changes"]
