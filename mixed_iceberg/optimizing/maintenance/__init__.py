@@ -1,0 +1,36 @@
+"""Table maintenance: snapshot expiry, change-data TTL, manifest rewriting, orphan cleaning.
+
+Modules, one concern each:
+
+- ``config``: maintenance settings parsed once from table properties (``parse_duration``).
+- ``expire``: which snapshots of a store may go, and the expiry commit.
+- ``change_ttl``: ChangeStore files already merged into base and older than the TTL.
+- ``manifests``: the rewrite-manifests snapshot pyiceberg 0.12 lacks.
+- ``orphans``: unreferenced files under the stores' folders.
+- ``reachability`` / ``storage``: what snapshots reference; listing and deleting files.
+- ``facade``: :class:`TableMaintenance`, the entry point.
+"""
+
+from __future__ import annotations
+
+from mixed_iceberg.optimizing.maintenance.config import MaintenanceConfig, parse_duration
+from mixed_iceberg.optimizing.maintenance.facade import Clock, TableMaintenance
+from mixed_iceberg.optimizing.maintenance.results import (
+    ChangeTtlResult,
+    ExpireResult,
+    MaintenanceResult,
+    ManifestRewriteResult,
+    OrphanResult,
+)
+
+__all__ = [
+    "ChangeTtlResult",
+    "Clock",
+    "ExpireResult",
+    "MaintenanceConfig",
+    "MaintenanceResult",
+    "ManifestRewriteResult",
+    "OrphanResult",
+    "TableMaintenance",
+    "parse_duration",
+]

@@ -1,0 +1,147 @@
+"""Maintenance settings, parsed once from a table's properties into a frozen object.
+
+The keys are declared in :mod:`mixed_iceberg.options` (Amoro's names and defaults). The one
+value options.py keeps as a raw string, ``snapshot.keep.duration``, is parsed here with
+Amoro's grammar (Flink ``TimeUtils.parseDuration``): an integer and a unit, ``720min``,
+``12h``, ``7d``, ``30s``, ``500ms``; a bare integer is milliseconds, as in Amoro.
+
+Two Iceberg keys are read as well, since manifest rewriting follows them:
+``commit.manifest.target-size-bytes`` (size of a merged manifest) and
+``commit.manifest.min-count-to-merge`` (manifests per store before :meth:`run` rewrites them).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+
+from mixed_iceberg.exceptions import PropertyError
+from mixed_iceberg.options import (
+    CHANGE_TTL,
+    EXPIRE_ENABLED,
+    ORPHAN_ENABLED,
+    ORPHAN_MIN_AGE,
+    SNAPSHOT_KEEP_DURATION,
+    SNAPSHOT_KEEP_MIN,
+)
+
+__all__ = ["MaintenanceConfig", "parse_duration"]
+
+MANIFEST_TARGET_SIZE = "commit.manifest.target-size-bytes"
+MANIFEST_MIN_COUNT_TO_MERGE = "commit.manifest.min-count-to-merge"
+_MANIFEST_TARGET_SIZE_DEFAULT = 8 * 1024 * 1024
+_MANIFEST_MIN_COUNT_DEFAULT = 100
+
+_DURATION = re.compile(r"^\s*(\d+)\s*([a-zA-Zµ]*)\s*$")
+_UNITS: dict[str, timedelta] = {}
+for _names, _unit in (
+    (("", "ms", "milli", "millis", "millisecond", "milliseconds"), timedelta(milliseconds=1)),
+    (("s", "sec", "secs", "second", "seconds"), timedelta(seconds=1)),
+    (("m", "min", "mins", "minute", "minutes"), timedelta(minutes=1)),
+    (("h", "hour", "hours"), timedelta(hours=1)),
+    (("d", "day", "days"), timedelta(days=1)),
+):
+    _UNITS.update(dict.fromkeys(_names, _unit))
+_EXPECTED = "a duration such as 720min, 12h, 7d, 30s or 500ms"
+
+
+def parse_duration(raw: str, key: str = "", table: str = "") -> timedelta:
+    """Parse an Amoro/Flink duration (``720min``, ``12h``, ``7d``; a bare number is ms).
+
+    Args:
+        raw: the property value.
+        key: the property key, named in the error.
+        table: the table name, named in the error.
+
+    Returns:
+        The duration.
+
+    Raises:
+        PropertyError: the value is not an integer followed by a known unit.
+
+    Example:
+        >>> parse_duration("720min")
+        datetime.timedelta(seconds=43200)
+    """
+    match = _DURATION.match(raw)
+    unit = _UNITS.get(match.group(2).lower()) if match else None
+    if match is None or unit is None:
+        where = f"table {table}: " if table else ""
+        what = f"property {key!r}: " if key else ""
+        raise PropertyError(f"{where}{what}expected {_EXPECTED}, found {raw!r}")
+    return int(match.group(1)) * unit
+
+
+def _positive_int(properties: Mapping[str, str], key: str, default: int, table: str) -> int:
+    raw = properties.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = 0
+    if value <= 0:
+        where = f"table {table}: " if table else ""
+        raise PropertyError(f"{where}property {key!r}: expected a positive integer, found {raw!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceConfig:
+    """What maintenance reads from a table's (BaseStore) properties.
+
+    Attributes:
+        expire_enabled: ``table-expire.enabled``; gates snapshot expiry in ``run()``.
+        snapshot_keep: ``snapshot.keep.duration``; younger snapshots are kept.
+        snapshot_min_count: ``snapshot.keep.min-count``; newest snapshots always kept, per store.
+        change_ttl: ``change.data.ttl.minutes``; merged change files older than this are deleted.
+        orphan_enabled: ``clean-orphan-file.enabled``; gates orphan cleaning in ``run()``.
+        orphan_min_age: ``clean-orphan-file.min-existing-time-minutes``; the safety window.
+        manifest_target_size: ``commit.manifest.target-size-bytes``; size of a merged manifest.
+        manifest_min_count: ``commit.manifest.min-count-to-merge``; ``run()`` rewrites a store's
+            manifests once its current snapshot has at least this many.
+    """
+
+    expire_enabled: bool = True
+    snapshot_keep: timedelta = timedelta(minutes=720)
+    snapshot_min_count: int = 1
+    change_ttl: timedelta = timedelta(minutes=10080)
+    orphan_enabled: bool = False
+    orphan_min_age: timedelta = timedelta(minutes=2880)
+    manifest_target_size: int = _MANIFEST_TARGET_SIZE_DEFAULT
+    manifest_min_count: int = _MANIFEST_MIN_COUNT_DEFAULT
+
+    def __post_init__(self) -> None:
+        if self.snapshot_min_count < 1:
+            raise ValueError(f"snapshot_min_count: expected >= 1, found {self.snapshot_min_count}")
+        for name in ("snapshot_keep", "change_ttl", "orphan_min_age"):
+            if getattr(self, name) < timedelta(0):
+                raise ValueError(f"{name}: expected a duration >= 0, found {getattr(self, name)}")
+        if self.manifest_target_size <= 0 or self.manifest_min_count <= 0:
+            raise ValueError(
+                f"manifest settings: expected positive values, found {self.manifest_target_size}, {self.manifest_min_count}"
+            )
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str], table: str = "") -> MaintenanceConfig:
+        """Parse the maintenance settings of a table.
+
+        Args:
+            properties: the table's (BaseStore) properties.
+            table: the table name, used in error messages.
+
+        Raises:
+            PropertyError: a value does not parse, naming the key, what was expected and what was found.
+        """
+        return cls(
+            expire_enabled=EXPIRE_ENABLED.read(properties, table),
+            snapshot_keep=parse_duration(SNAPSHOT_KEEP_DURATION.read(properties, table), SNAPSHOT_KEEP_DURATION.key, table),
+            snapshot_min_count=SNAPSHOT_KEEP_MIN.read(properties, table),
+            change_ttl=timedelta(minutes=CHANGE_TTL.read(properties, table)),
+            orphan_enabled=ORPHAN_ENABLED.read(properties, table),
+            orphan_min_age=timedelta(minutes=ORPHAN_MIN_AGE.read(properties, table)),
+            manifest_target_size=_positive_int(properties, MANIFEST_TARGET_SIZE, _MANIFEST_TARGET_SIZE_DEFAULT, table),
+            manifest_min_count=_positive_int(properties, MANIFEST_MIN_COUNT_TO_MERGE, _MANIFEST_MIN_COUNT_DEFAULT, table),
+        )
