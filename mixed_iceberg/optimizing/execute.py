@@ -30,6 +30,7 @@ from mixed_iceberg.reader.plan import ChangeFileRef
 from mixed_iceberg.reader.read import filesystem_for, read_base_rows, read_change_rows
 from mixed_iceberg.store.datafiles import data_location
 from mixed_iceberg.store.delete_files import write_position_deletes
+from mixed_iceberg.store.equality_deletes import read_with_deletes
 from mixed_iceberg.store.layout import split_sized
 from mixed_iceberg.store.writing import write_groups
 from mixed_iceberg.typedef import DataFileType
@@ -109,10 +110,22 @@ def execute_task(table: MixedTable, collected: CollectedTable, task: RewriteTask
     schema = table.schema()
     keys = list(table.primary_key)
     output = TaskOutput(task)
-    groups: dict[int, list[FileScanTask]] = {}
-    for file in task.rewrite:
-        groups.setdefault(file.transaction_id, []).append(_scan_task(collected, file))
-    data = read_base_rows(base, [(tx, 0, scans) for tx, scans in groups.items()], schema, AlwaysTrue(), with_partition=False)
+    if keys:
+        groups: dict[int, list[FileScanTask]] = {}
+        for file in task.rewrite:
+            groups.setdefault(file.transaction_id, []).append(_scan_task(collected, file))
+        data = read_base_rows(base, [(tx, 0, scans) for tx, scans in groups.items()], schema, AlwaysTrue(), with_partition=False)
+    else:
+        # Unkeyed and plain Iceberg tables: Iceberg's delete rules, equality deletes included.
+        attached = {p for f in task.rewrite for p in (*f.pos_delete_files, *f.eq_delete_files)}
+        data = read_with_deletes(
+            base,
+            [collected.data_files[f.path] for f in task.rewrite],
+            [collected.delete_files[p] for p in sorted(attached)],
+            schema,
+            schema,
+        )
+        data = data.append_column(LSN, pa.array(np.zeros(data.num_rows, np.int64)))
     refs = _change_refs(task)
     deletes = pa.table({**{k: pa.array([], data.schema.field(k).type) for k in keys}, LSN: pa.array([], pa.int64())})
     if table.change_store is not None and refs:
@@ -165,8 +178,9 @@ def execute_task(table: MixedTable, collected: CollectedTable, task: RewriteTask
     for path in sorted(attached):
         delete = collected.delete_files[path].data_file
         if delete.content.name == "EQUALITY_DELETES":
-            continue  # equality deletes may still apply to files outside this task
+            continue  # retired only through drop_delete_files, when the whole scope was rewritten
         if _targets(base, delete) <= covered:
             output.removed_deletes.append(delete)
+    output.removed_deletes += [collected.delete_files[p].data_file for p in task.drop_delete_files]
     output.duration_s = time.monotonic() - started
     return output

@@ -45,6 +45,10 @@ def change_prefix(files: Sequence[ChangeFile], limit: int) -> list[ChangeFile]:
 
 
 def _rewrite_set(part: PartitionFiles, kind: OptimizingType, config: OptimizingConfig) -> list[BaseFile]:
+    if any(f.eq_delete_files for f in part.base):
+        # Equality deletes (from other engines) are only retired by rewriting every file they
+        # may apply to; the rewritten files get newer sequence numbers, so the deletes dangle.
+        return list(part.base)
     classes = {f.path: config.classify(f.size) for f in part.base}
     if kind is OptimizingType.FULL:
         if config.full_rewrite_all:
@@ -83,6 +87,8 @@ def plan_partition(part: PartitionFiles, kind: OptimizingType, config: Optimizin
     chosen = {f.path for f in rewrite}
     has_deletes = any(c.is_delete for c in change)
     segments = [f for f in part.base if f.path not in chosen and (has_deletes or len(f.pos_delete_files) > 1)]
+    everything = len(rewrite) == len(part.base)
+    dangling = sorted({p for f in part.base for p in f.eq_delete_files}) if everything else []
     return RewriteTask(
         partition=part.path,
         type=kind,
@@ -91,6 +97,7 @@ def plan_partition(part: PartitionFiles, kind: OptimizingType, config: Optimizin
         change=tuple(change),
         from_sequence=part.optimized_sequence,
         to_sequence=to_sequence,
+        drop_delete_files=tuple(dangling),
     )
 
 

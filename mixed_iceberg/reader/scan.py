@@ -23,6 +23,7 @@ from mixed_iceberg.reader.merge import merge_latest
 from mixed_iceberg.reader.plan import PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import read_base_rows, read_change_rows
 from mixed_iceberg.store.entries import live_files
+from mixed_iceberg.store.equality_deletes import scan_with_equality_deletes
 from mixed_iceberg.store.layout import partition_path
 
 if TYPE_CHECKING:
@@ -97,6 +98,16 @@ class MixedScan:
         keys = list(table.primary_key)
         needed = [n for n in schema.column_names if n in output or n in keys]
         base = table.base_store
+        if table.change_store is None:
+            # Unkeyed and plain Iceberg tables: Iceberg's own delete semantics, including the
+            # equality deletes other engines (e.g. Flink upsert) write and pyiceberg cannot read.
+            return scan_with_equality_deletes(
+                base,
+                self.filter.full,
+                tuple(output),
+                self.base_snapshot.snapshot_id if self.base_snapshot else None,
+                case_sensitive=self.case_sensitive,
+            ).select(output)
         partitioned = not base.spec().is_unpartitioned()
         partitions = PartitionIndex()
         base_groups: dict[tuple[int, int], list[FileScanTask]] = defaultdict(list)

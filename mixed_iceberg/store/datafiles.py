@@ -33,6 +33,7 @@ def write_data_file(
     partition: Record,
     properties: Properties,
     content: DataFileContent = DataFileContent.DATA,
+    equality_ids: list[int] | None = None,
 ) -> DataFile:
     """Write ``rows`` (the columns of ``file_schema``, in compatible types) to ``path``.
 
@@ -47,7 +48,7 @@ def write_data_file(
     with writer:
         writer.write(rows)
     statistics = writer.result()
-    return DataFile.from_args(
+    data_file = DataFile.from_args(
         content=content,
         file_path=path,
         file_format=FileFormat.PARQUET,
@@ -55,7 +56,9 @@ def write_data_file(
         file_size_in_bytes=len(output),
         sort_order_id=None,
         spec_id=spec_id,
-        equality_ids=None,
+        equality_ids=equality_ids,
         key_metadata=None,
         **statistics.to_serialized_dict(),
     )
+    data_file.spec_id = spec_id  # from_args drops it, and partition_path() needs it
+    return data_file

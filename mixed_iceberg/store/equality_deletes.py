@@ -42,7 +42,7 @@ from pyiceberg.typedef import Record
 
 from mixed_iceberg.store.entries import LiveFile, live_files
 
-__all__ = ["EqualityScanGroup", "anti_join_null_safe", "plan_equality_scan", "scan_with_equality_deletes"]
+__all__ = ["EqualityScanGroup", "anti_join_null_safe", "plan_equality_scan", "read_with_deletes", "scan_with_equality_deletes"]
 
 _ALWAYS_TRUE: BooleanExpression = AlwaysTrue()
 _ROW = "__row"
@@ -130,6 +130,24 @@ def scan_with_equality_deletes(
     deletes = live_files(
         table, snapshot, _ALWAYS_TRUE, keep=lambda f: f.content != DataFileContent.DATA, partition_filter=scan.row_filter
     )
+    return read_with_deletes(table, data, deletes, full_schema, projection, scan.row_filter, selected_fields, case_sensitive)
+
+
+def read_with_deletes(
+    table: Table,
+    data: Sequence[LiveFile],
+    deletes: Sequence[LiveFile],
+    full_schema: Schema,
+    projection: Schema,
+    row_filter: BooleanExpression = _ALWAYS_TRUE,
+    selected_fields: tuple[str, ...] = ("*",),
+    case_sensitive: bool = True,
+) -> pa.Table:
+    """The rows of the ``data`` files after the position and equality ``deletes`` that apply.
+
+    The building block of :func:`scan_with_equality_deletes`; the optimizer uses it to read
+    exactly the files it rewrites.
+    """
     groups = plan_equality_scan(table.metadata.specs(), data, deletes)
     key_cache: dict[str, pa.Table] = {}
     results = []
@@ -138,7 +156,7 @@ def scan_with_equality_deletes(
         read_schema = projection
         if not names <= {field.name for field in projection.fields}:
             read_schema = full_schema.select(*(selected_fields if "*" not in selected_fields else ()), *sorted(names))
-        rows = ArrowScan(table.metadata, table.io, read_schema, scan.row_filter, case_sensitive).to_table(group.tasks)
+        rows = ArrowScan(table.metadata, table.io, read_schema, row_filter, case_sensitive).to_table(group.tasks)
         by_ids: dict[tuple[int, ...], list[DataFile]] = defaultdict(list)
         for f in group.equality_deletes:
             by_ids[tuple(f.equality_ids or ())].append(f)
