@@ -61,6 +61,13 @@ class TableMaintenance:
     Args:
         table: the table to maintain.
         clock: current time in epoch seconds; every age is measured against it.
+
+    Example:
+        >>> maintenance = TableMaintenance(table)                        # doctest: +SKIP
+        >>> maintenance.expire_snapshots().snapshots_expired             # doctest: +SKIP
+        298
+        >>> maintenance.clean_orphan_files(timedelta(hours=1), dry_run=True).orphans_found  # doctest: +SKIP
+        3
     """
 
     def __init__(self, table: MixedTable, *, clock: Clock = time.time) -> None:
