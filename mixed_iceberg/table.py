@@ -30,6 +30,7 @@ from mixed_iceberg.typedef import CommitId, TableFormat
 
 if TYPE_CHECKING:
     from mixed_iceberg.optimizing.engine import TableOptimizing
+    from mixed_iceberg.optimizing.maintenance.facade import TableMaintenance
 
 __all__ = ["MixedTable"]
 
@@ -145,6 +146,13 @@ class MixedTable:
         from mixed_iceberg.optimizing.engine import TableOptimizing
 
         return TableOptimizing(self)
+
+    @property
+    def maintenance(self) -> TableMaintenance:
+        """Snapshot expiry, orphan cleaning, change-data TTL, manifest rewriting."""
+        from mixed_iceberg.optimizing.maintenance.facade import TableMaintenance
+
+        return TableMaintenance(self)
 
     def changes(self, from_snapshot: int | None = None, to_snapshot: int | None = None) -> ChangeScan:
         """Change rows committed after ``from_snapshot`` up to ``to_snapshot`` (ChangeStore ids)."""

@@ -7,12 +7,15 @@ must equal a plain replay of the changes, and pyiceberg must still read the Base
 from __future__ import annotations
 
 import itertools
+import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mixed_iceberg.optimizing.maintenance.facade import TableMaintenance
 from tests.property.test_merge_oracle import Row, cdc_histories, replay
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
 
@@ -25,7 +28,10 @@ _names = itertools.count()
     ids=["fragments-rewritten", "segments-get-position-deletes", "partitioned-segments"],
 )
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(history=cdc_histories(), runs=st.lists(st.sampled_from([None, "minor", "major", "full"]), min_size=1, max_size=6))
+@given(
+    history=cdc_histories(),
+    runs=st.lists(st.sampled_from([None, "minor", "major", "full", "maintenance"]), min_size=1, max_size=6),
+)
 def test_merged_read_equals_replay_across_optimizing(
     tmp_path: Path,
     partition_by: list[str] | None,
@@ -47,7 +53,15 @@ def test_merged_read_equals_replay_across_optimizing(
                 txn.write(changes(ops))
         done.append(ops)
         kind = runs[step % len(runs)]
-        table.optimizing.run(kind or "minor")
+        if kind == "maintenance":
+            # expire everything old, drop merged change files, clean orphans with no safety window
+            maintenance = TableMaintenance(table, clock=lambda: time.time() + 10**7)
+            maintenance.expire_snapshots()
+            maintenance.expire_change_data()
+            maintenance.rewrite_manifests()
+            maintenance.clean_orphan_files(older_than=timedelta(0))
+        else:
+            table.optimizing.run(kind or "minor")
         expected = replay(initial, done)
         assert rows_of(table.scan().to_arrow()) == expected, f"after {kind} optimizing at step {step}"
         assert table.base_store.scan().to_arrow().num_rows >= 0  # pyiceberg still plans and reads the BaseStore
