@@ -11,8 +11,10 @@ rejected with the closest known key; keys in Iceberg's own namespaces pass throu
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 from mixed_iceberg.exceptions import PropertyError
@@ -22,6 +24,7 @@ __all__ = [
     "Option",
     "TableOptions",
     "options_markdown",
+    "parse_duration",
     "validate_properties",
 ]
 
@@ -51,6 +54,55 @@ def _format(raw: str) -> str:
     if raw.strip().lower() != "parquet":
         raise ValueError("expected parquet (the only file format written)")
     return "parquet"
+
+
+_DURATION = re.compile(r"^\s*(\d+)\s*([a-zA-Zµ]*)\s*$")
+_UNITS: dict[str, timedelta] = {}
+for _names, _unit in (
+    (("", "ms", "milli", "millis", "millisecond", "milliseconds"), timedelta(milliseconds=1)),
+    (("s", "sec", "secs", "second", "seconds"), timedelta(seconds=1)),
+    (("m", "min", "mins", "minute", "minutes"), timedelta(minutes=1)),
+    (("h", "hour", "hours"), timedelta(hours=1)),
+    (("d", "day", "days"), timedelta(days=1)),
+):
+    _UNITS.update(dict.fromkeys(_names, _unit))
+_EXPECTED = "a duration such as 720min, 12h, 7d, 30s or 500ms"
+
+
+def parse_duration(raw: str, key: str = "", table: str = "") -> timedelta:
+    """Parse an Amoro/Flink duration (``720min``, ``12h``, ``7d``; a bare number is ms).
+
+    Args:
+        raw: the property value.
+        key: the property key, named in the error.
+        table: the table name, named in the error.
+
+    Returns:
+        The duration.
+
+    Raises:
+        PropertyError: the value is not an integer followed by a known unit.
+
+    Example:
+        >>> parse_duration("720min")
+        datetime.timedelta(seconds=43200)
+    """
+    match = _DURATION.match(raw)
+    unit = _UNITS.get(match.group(2).lower()) if match else None
+    if match is None or unit is None:
+        where = f"table {table}: " if table else ""
+        what = f"property {key!r}: " if key else ""
+        raise PropertyError(f"{where}{what}expected {_EXPECTED}, found {raw!r}")
+    return int(match.group(1)) * unit
+
+
+def _duration(raw: str) -> str:
+    """Validate an Amoro duration at the edge and keep the text (maintenance converts it)."""
+    try:
+        parse_duration(raw)
+    except PropertyError as exc:
+        raise ValueError(f"expected {_EXPECTED}") from exc
+    return raw
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,7 @@
 """Maintenance settings, parsed once from a table's properties into a frozen object.
 
-The keys are declared in :mod:`mixed_iceberg.options` (Amoro's names and defaults). The one
-value options.py keeps as a raw string, ``snapshot.keep.duration``, is parsed here with
-Amoro's grammar (Flink ``TimeUtils.parseDuration``): an integer and a unit, ``720min``,
-``12h``, ``7d``, ``30s``, ``500ms``; a bare integer is milliseconds, as in Amoro.
+The keys are declared in :mod:`mixed_iceberg.options` (Amoro's names and defaults). Durations
+(``snapshot.keep.duration``) use :func:`mixed_iceberg.options.parse_duration`.
 
 Two Iceberg keys are read as well, since manifest rewriting follows them:
 ``commit.manifest.target-size-bytes`` (size of a merged manifest) and
@@ -12,7 +10,6 @@ Two Iceberg keys are read as well, since manifest rewriting follows them:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -25,6 +22,7 @@ from mixed_iceberg.options import (
     ORPHAN_MIN_AGE,
     SNAPSHOT_KEEP_DURATION,
     SNAPSHOT_KEEP_MIN,
+    parse_duration,
 )
 
 __all__ = ["MaintenanceConfig", "parse_duration"]
@@ -33,45 +31,6 @@ MANIFEST_TARGET_SIZE = "commit.manifest.target-size-bytes"
 MANIFEST_MIN_COUNT_TO_MERGE = "commit.manifest.min-count-to-merge"
 _MANIFEST_TARGET_SIZE_DEFAULT = 8 * 1024 * 1024
 _MANIFEST_MIN_COUNT_DEFAULT = 100
-
-_DURATION = re.compile(r"^\s*(\d+)\s*([a-zA-Zµ]*)\s*$")
-_UNITS: dict[str, timedelta] = {}
-for _names, _unit in (
-    (("", "ms", "milli", "millis", "millisecond", "milliseconds"), timedelta(milliseconds=1)),
-    (("s", "sec", "secs", "second", "seconds"), timedelta(seconds=1)),
-    (("m", "min", "mins", "minute", "minutes"), timedelta(minutes=1)),
-    (("h", "hour", "hours"), timedelta(hours=1)),
-    (("d", "day", "days"), timedelta(days=1)),
-):
-    _UNITS.update(dict.fromkeys(_names, _unit))
-_EXPECTED = "a duration such as 720min, 12h, 7d, 30s or 500ms"
-
-
-def parse_duration(raw: str, key: str = "", table: str = "") -> timedelta:
-    """Parse an Amoro/Flink duration (``720min``, ``12h``, ``7d``; a bare number is ms).
-
-    Args:
-        raw: the property value.
-        key: the property key, named in the error.
-        table: the table name, named in the error.
-
-    Returns:
-        The duration.
-
-    Raises:
-        PropertyError: the value is not an integer followed by a known unit.
-
-    Example:
-        >>> parse_duration("720min")
-        datetime.timedelta(seconds=43200)
-    """
-    match = _DURATION.match(raw)
-    unit = _UNITS.get(match.group(2).lower()) if match else None
-    if match is None or unit is None:
-        where = f"table {table}: " if table else ""
-        what = f"property {key!r}: " if key else ""
-        raise PropertyError(f"{where}{what}expected {_EXPECTED}, found {raw!r}")
-    return int(match.group(1)) * unit
 
 
 def _positive_int(properties: Mapping[str, str], key: str, default: int, table: str) -> int:

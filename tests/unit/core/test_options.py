@@ -51,3 +51,9 @@ def test_non_string_value_is_rejected() -> None:
 def test_docs_table_is_generated_from_the_registry() -> None:
     docs = Path(__file__).resolve().parents[3] / "docs" / "options.md"
     assert docs.read_text() == options_markdown(), "regenerate with: python -m mixed_iceberg.options > docs/options.md"
+
+
+def test_bad_duration_is_rejected_when_the_property_is_set() -> None:
+    with pytest.raises(PropertyError, match=r"snapshot\.keep\.duration.*expected a duration such as 720min.*found 'forever'"):
+        validate_properties({"snapshot.keep.duration": "forever"}, "db.t")
+    validate_properties({"snapshot.keep.duration": "12h"})
