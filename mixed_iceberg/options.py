@@ -289,7 +289,7 @@ OPT_FILTER = _declare(Option("self-optimizing.filter", _str, "", "SQL-like predi
 # -- maintenance --------------------------------------------------------------------------------
 EXPIRE_ENABLED = _declare(Option("table-expire.enabled", _bool, True, "Expire old snapshots."))
 SNAPSHOT_KEEP_DURATION = _declare(
-    Option("snapshot.keep.duration", _str, "720min", "Keep snapshots at least this long (e.g. 720min).")
+    Option("snapshot.keep.duration", _duration, "720min", "Keep snapshots at least this long (e.g. 720min).")
 )
 SNAPSHOT_KEEP_MIN = _declare(Option("snapshot.keep.min-count", _int, 1, "Snapshots always kept.", _positive, "a positive count"))
 CHANGE_TTL = _declare(
