@@ -5,7 +5,7 @@ UV        := $(VENV)/bin/uv
 STAMP     := $(VENV)/.installed
 PYTHON    ?= python3
 
-.PHONY: install demo test lint typecheck unit clean
+.PHONY: install demo demo-library test lint typecheck unit clean
 
 $(STAMP): pyproject.toml requirements/overrides.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,7 +15,12 @@ $(STAMP): pyproject.toml requirements/overrides.txt
 
 install: $(STAMP)
 
+# The real pipeline: Kafka (KRaft) + CDC producer + PyFlink ingest job; see scripts/demo_ingest.py.
 demo: install
+	$(PY) scripts/demo_ingest.py
+
+# The library-only demo (no Kafka, no Flink), also the fallback of `demo` without Java/Maven.
+demo-library: install
 	$(PY) scripts/demo.py
 
 test: install
@@ -34,4 +39,5 @@ unit: install
 clean:
 	-bash scripts/services/seaweedfs.sh clean
 	-bash scripts/services/postgres.sh clean
+	-bash scripts/services/kafka.sh clean
 	rm -rf $(VENV) .warehouse .services

@@ -1,10 +1,10 @@
-"""Session-wide fixtures: real PostgreSQL and S3 (SeaweedFS) started by the suite itself.
+"""Session-wide fixtures: real PostgreSQL, S3 (SeaweedFS) and Kafka started by the suite itself.
 
 Tests that use them are marked ``@pytest.mark.integration``. Each service is started once per
 session through ``scripts/services/*.sh`` and stopped at the end unless it was already running
 (see ``tests/support/services.py``). While a fixture is active its address is also exported as
-``MIXED_ICEBERG_POSTGRES_URL`` / ``MIXED_ICEBERG_S3_ENDPOINT``, the variables
-``conf/catalogs.yaml`` reads, so the ``postgres`` and ``s3`` catalogs point at these services
+``MIXED_ICEBERG_POSTGRES_URL`` / ``MIXED_ICEBERG_S3_ENDPOINT`` / ``MIXED_ICEBERG_KAFKA_BOOTSTRAP``,
+the variables ``conf/catalogs.yaml`` and ``conf/ingest.yaml`` read, so the ``postgres`` and ``s3`` catalogs point at these services
 even when a script had to pick a non-default port.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.services import POSTGRES, SEAWEEDFS, S3Endpoint, exported, s3_endpoint_from
+from tests.support.services import KAFKA, POSTGRES, SEAWEEDFS, S3Endpoint, exported, s3_endpoint_from
 
 
 @pytest.fixture(scope="session")
@@ -29,3 +29,10 @@ def s3_endpoint() -> Iterator[S3Endpoint]:
     """The SeaweedFS S3 endpoint with its credentials; the bucket already exists."""
     with SEAWEEDFS.leased() as url, exported("MIXED_ICEBERG_S3_ENDPOINT", url):
         yield s3_endpoint_from(url)
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    """``host:port`` of the single-node KRaft broker (``scripts/services/kafka.sh``)."""
+    with KAFKA.leased() as bootstrap, exported("MIXED_ICEBERG_KAFKA_BOOTSTRAP", bootstrap):
+        yield bootstrap

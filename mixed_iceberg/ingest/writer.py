@@ -159,9 +159,10 @@ class PartitionIngestor:
         """Ingest one batch of records of this partition (any order; replays are dropped)."""
         offsets = np.asarray(offsets, np.int64)
         self.metrics.records_in += len(offsets)
-        floor = self.log_next if self.log_writer is not None else self.table_next
+        # Below both positions everything is already in the table and (if any) the LogStore.
+        floor = min(self.table_next or 0, self.log_next or 0) if self.log_writer is not None else (self.table_next or 0)
         order = np.argsort(offsets, kind="stable")
-        keep = order[offsets[order] >= (floor or 0)]
+        keep = order[offsets[order] >= floor]
         self.metrics.replayed_dropped += len(offsets) - len(keep)
         if len(keep) == 0:
             return
@@ -186,8 +187,9 @@ class PartitionIngestor:
                 log.warning("%s: killing this process after table commit %d (crash test)", self.table.name, self.metrics.commits)
                 os.kill(os.getpid(), signal.SIGKILL)
         if self.log_writer is not None:
-            self.log_writer.commit(next_offset)
-            self.log_next = next_offset
+            position = max(next_offset, log_from)  # a position never moves back
+            self.log_writer.commit(position)
+            self.log_next = position
 
     def _send_side_outputs(self, parsed: ParsedChanges, log_from: int) -> None:
         assert self.log_writer is not None

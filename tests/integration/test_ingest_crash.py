@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from mixed_iceberg.ingest.writer import KILL_AFTER_TABLE_COMMIT, committed_offsets
+from mixed_iceberg.logstore.kafka import watermarks
 from tests.integration.test_ingest_pipeline import assert_logstore_exactly_once, assert_table_matches
 from tests.support.ingest import IngestJob, IngestSetup
 from tests.support.services import ROOT
@@ -36,6 +37,13 @@ def _committed(setup: IngestSetup) -> int:
         return 0
     offsets = committed_offsets(table, setup.env["MIXED_ICEBERG_INGEST_JOB"], setup.topic, range(4))
     return sum(o or 0 for o in offsets.values())
+
+
+def _produced(bootstrap: str, topic: str) -> int:
+    try:
+        return sum(high for _, high in watermarks(bootstrap, topic).values())
+    except Exception:  # the producer has not created the topic yet
+        return 0
 
 
 def _wait_for_progress(setup: IngestSetup, job: IngestJob, above: int, timeout: float = 120.0) -> int:
@@ -59,6 +67,9 @@ def test_kill_9_at_random_points_loses_and_duplicates_nothing(kafka_bootstrap: s
     rng = random.Random(20261129)
     history = []
     try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and _produced(kafka_bootstrap, setup.topic) < RATE:
+            time.sleep(0.5)  # the first run must find a backlog, or it has nothing to do
         for cycle in range(5):
             injected = cycle % 2 == 1
             if injected:

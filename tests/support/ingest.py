@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +43,9 @@ class IngestSetup:
     env: dict[str, str] = field(init=False)
 
     def __post_init__(self) -> None:
+        # Topics, consumer groups and transactional ids outlive a test session in a reused
+        # broker, so every setup gets names of its own.
+        self.name = f"{self.name}-{uuid.uuid4().hex[:8]}"
         self.env = {
             **os.environ,
             "MIXED_ICEBERG_WAREHOUSE_DIR": str(self.root / "warehouse"),

@@ -21,7 +21,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["POSTGRES", "ROOT", "SEAWEEDFS", "S3Endpoint", "ServiceError", "ServiceScript", "exported", "s3_endpoint_from"]
+__all__ = [
+    "KAFKA",
+    "POSTGRES",
+    "ROOT",
+    "SEAWEEDFS",
+    "S3Endpoint",
+    "ServiceError",
+    "ServiceScript",
+    "exported",
+    "s3_endpoint_from",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -211,6 +221,8 @@ class ServiceScript:
 
 POSTGRES = ServiceScript("postgres", "url", start_timeout=600.0)
 SEAWEEDFS = ServiceScript("seaweedfs", "endpoint")
+# The first start may fetch the broker and Flink connector jars from Maven Central.
+KAFKA = ServiceScript("kafka", "bootstrap", start_timeout=600.0)
 
 
 def main(argv: list[str]) -> int:
@@ -219,7 +231,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m tests.support.services reap", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    for service in (POSTGRES, SEAWEEDFS):
+    for service in (POSTGRES, SEAWEEDFS, KAFKA):
         service.reap()
     return 0
 

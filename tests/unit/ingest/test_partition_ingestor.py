@@ -116,3 +116,18 @@ def test_dead_letters_are_sent_once_and_valid_records_all_land(table: MixedTable
     assert [(d["offset"], d["reason"].split(":")[0]) for d in letters] == [(5, "malformed message"), (6, "unknown op 'z'")]
     assert ingestor.metrics.dead_letters == 2
     assert ingestor.metrics.replayed_dropped == 12
+
+
+def test_a_logstore_ahead_of_the_table_does_not_starve_the_table(table: MixedTable) -> None:
+    # e.g. the table was recreated while the Kafka side kept its position
+    messages, final = _events(500, 50)
+    broker = MemoryLogBroker()
+    broker.positions["j/src/0"] = 200
+    ingestor = _ingestor(table, broker)
+    assert ingestor.open() == 200
+    _feed(ingestor, messages, 0, 500, 100)
+    assert _merged(table) == final
+    log = LogStoreConsumer(MemoryLogReader(broker, "log"), table.arrow_schema()).read_all(idle_timeout=0)
+    parser = CdcParser(table.arrow_schema(), table.primary_key, CdcFormat.DEBEZIUM_JSON)
+    expected = parser.parse(pa.array(messages[200:], pa.binary()), np.arange(200, 500)).changes
+    assert log.num_rows == expected.num_rows

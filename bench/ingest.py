@@ -1,0 +1,291 @@
+"""Streaming ingest benchmark: CDC through real Kafka and the real PyFlink job, beside baselines.
+
+    .venv/bin/python bench/ingest.py --quick     # 200k events
+    .venv/bin/python bench/ingest.py             # 1M events (the issue's figure)
+
+Phases, each on fresh topics and a fresh table (Kafka is started by scripts/services/kafka.sh
+unless it is already running, and stopped again if this script started it):
+
+1. produce N Debezium events over N/100 keys (70 % updates, 30 % deletes once a key is live)
+2. baseline: a plain confluent-kafka consumer reads the whole topic (messages/s)
+3. library: the same ingest code (parse, LogStore double-write, ChangeStore commit) fed by
+   that consumer, without Flink (records/s)
+4. job, backlog: ``jobs/ingest_cdc.py --until-caught-up`` over the N events; the sustained
+   rate is records / (last commit - first commit) from ChangeStore snapshot times; wall time
+   includes JVM and mini-cluster start. CPU is the job's process tree's user+system time.
+5. job, live: the job runs, a producer sends ``--rate`` events/s for ``--seconds``; freshness
+   per event is (ChangeStore commit time - Kafka message timestamp), p50/p99
+
+The merged table is checked against the producer's oracle after phase 4.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from mixed_iceberg.ingest.cdc import CdcFormat, CdcParser
+from mixed_iceberg.ingest.config import load_ingest_config
+from mixed_iceberg.ingest.job import caught_up
+from mixed_iceberg.ingest.runtime import load_table
+from mixed_iceberg.ingest.writer import SUMMARY_PREFIX, PartitionIngestor
+from mixed_iceberg.logstore.kafka import KafkaLogWriter, ensure_topic
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+
+def progress(message: str) -> None:
+    print(f"[ingest bench] {message}", file=sys.stderr, flush=True)
+
+
+def kafka(command: str) -> str:
+    return subprocess.run(
+        ["bash", str(ROOT / "scripts/services/kafka.sh"), command], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def produce(env: dict[str, str], topic: str, events: int, oracle: Path | None = None, rate: float = 0) -> float:
+    command = [PY, str(ROOT / "scripts/produce_cdc.py"), "--bootstrap", env["MIXED_ICEBERG_KAFKA_BOOTSTRAP"], "--topic", topic,
+               "--events", str(events), "--keys", str(max(1000, events // 100)), "--rate", str(rate)]  # fmt: skip
+    if oracle:
+        command += ["--oracle", str(oracle)]
+    started = time.monotonic()
+    subprocess.run(command, check=True, env=env, capture_output=True)
+    return time.monotonic() - started
+
+
+def read_all(bootstrap: str, topic: str) -> tuple[float, list[tuple[np.ndarray, np.ndarray, np.ndarray, pa.Array]]]:
+    """Baseline consumer pass; returns the rate and (partitions, offsets, timestamps, values) batches."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{time.time_ns()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    meta = consumer.list_topics(topic, timeout=10).topics[topic]
+    consumer.assign([TopicPartition(topic, p, 0) for p in meta.partitions])
+    batches, count, started, idle = [], 0, time.monotonic(), 0
+    while idle < 2:
+        messages = consumer.consume(50_000, 1.0)
+        if not messages:
+            idle += 1
+            continue
+        idle = 0
+        count += len(messages)
+        batches.append(
+            (
+                np.array([m.partition() for m in messages], np.int32),
+                np.array([m.offset() for m in messages], np.int64),
+                np.array([m.timestamp()[1] for m in messages], np.int64),
+                pa.array([m.value() for m in messages], pa.binary()),
+            )
+        )
+    elapsed = time.monotonic() - started - 2.0  # the idle polls at the end
+    consumer.close()
+    return count / elapsed, batches
+
+
+def library_rate(
+    env: dict[str, str], config_path: Path, batches: list[tuple[np.ndarray, np.ndarray, np.ndarray, pa.Array]]
+) -> float:
+    os.environ.update(env)
+    config = load_ingest_config(config_path, {"job-name": "bench-lib", "table": "bench.lib"})
+    table = load_table(config, create=True)
+    parser = CdcParser(table.arrow_schema(), table.primary_key, CdcFormat.DEBEZIUM_JSON)
+    bootstrap = config.source.bootstrap_servers
+    ensure_topic(bootstrap, "bench_lib_log", 4)
+    ingestors: dict[int, PartitionIngestor] = {}
+    started = time.monotonic()
+    records = 0
+    for partitions, offsets, _, values in batches:
+        for p in np.unique(partitions).tolist():
+            if p not in ingestors:
+                writer = KafkaLogWriter(bootstrap, f"bench-lib-{time.time_ns()}-{p}", "bench-lib", config.source.topic, p)
+                ingestors[p] = PartitionIngestor(
+                    table,
+                    parser,
+                    job="bench-lib",
+                    topic=config.source.topic,
+                    partition=p,
+                    log_writer=writer,
+                    log_topic="bench_lib_log",
+                )
+                ingestors[p].open()
+            mask = partitions == p
+            ingestors[p].process(offsets[mask], values.filter(pa.array(mask)))
+            records += int(mask.sum())
+    return records / (time.monotonic() - started)
+
+
+def tree_cpu_seconds(session: int) -> float:
+    """user+system CPU of every live process in ``session``."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session:
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def commit_times(table, job: str, topic: str) -> list[tuple[int, int, int]]:  # type: ignore[no-untyped-def]
+    """(partition, next offset, commit ms) of the job's ChangeStore commits."""
+    out = []
+    for snapshot in table.change_store.snapshots():
+        summary = snapshot.summary
+        if summary is not None and summary.get(f"{SUMMARY_PREFIX}topic") == topic:
+            out.append(
+                (int(summary[f"{SUMMARY_PREFIX}partition"]), int(summary[f"{SUMMARY_PREFIX}next-offset"]), snapshot.timestamp_ms)
+            )
+    return out
+
+
+def freshness(
+    commits: list[tuple[int, int, int]], batches: list[tuple[np.ndarray, np.ndarray, np.ndarray, pa.Array]]
+) -> np.ndarray:
+    partitions = np.concatenate([b[0] for b in batches])
+    offsets = np.concatenate([b[1] for b in batches])
+    stamps = np.concatenate([b[2] for b in batches])
+    out = []
+    for p in np.unique(partitions):
+        mine = sorted((o, t) for q, o, t in commits if q == p)
+        ends = np.array([o for o, _ in mine])
+        times = np.array([t for _, t in mine])
+        sel = partitions == p
+        which = np.searchsorted(ends, offsets[sel], side="right")  # first commit whose next offset > offset
+        ok = which < len(ends)
+        out.append(times[which[ok]] - stamps[sel][ok])
+    return np.concatenate(out)
+
+
+def run_job(env: dict[str, str], args: list[str]) -> subprocess.Popen[bytes]:
+    log = open(Path(env["BENCH_DIR"]) / f"job-{time.time_ns()}.log", "wb")  # noqa: SIM115
+    return subprocess.Popen(
+        [PY, str(ROOT / "jobs/ingest_cdc.py"), *args],
+        env=env,
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--quick", action="store_true", help="200k events, shorter live phase")
+    parser.add_argument("--rate", type=float, default=50_000, help="live phase events/s")
+    parser.add_argument("--seconds", type=float, default=20.0, help="live phase duration")
+    parser.add_argument("--parallelism", type=int, default=2)
+    parser.add_argument("--commit-interval-ms", type=int, default=2000)
+    args = parser.parse_args()
+    events = 200_000 if args.quick else args.events
+    seconds = 10.0 if args.quick else args.seconds
+    started_kafka = (
+        subprocess.run(["bash", str(ROOT / "scripts/services/kafka.sh"), "status"], capture_output=True).returncode != 0
+    )
+    bootstrap = kafka("start").splitlines()[-1]
+    work = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
+    run = f"b{int(time.time())}"
+    env = {**os.environ, "MIXED_ICEBERG_WAREHOUSE_DIR": str(work / "wh"), "MIXED_ICEBERG_KAFKA_BOOTSTRAP": bootstrap, "BENCH_DIR": str(work),
+           "MIXED_ICEBERG_INGEST_JOB": f"{run}-job", "MIXED_ICEBERG_INGEST_TABLE": "bench.orders", "MIXED_ICEBERG_INGEST_TOPIC": f"{run}_cdc",
+           "MIXED_ICEBERG_INGEST_DLQ": f"{run}_dlq", "MIXED_ICEBERG_INGEST_LOG_TOPIC": f"{run}_log", "FLINK_LOG_DIR": str(work / "flink-log")}  # fmt: skip
+    config_path = ROOT / "conf/ingest.yaml"
+    job_args = ["--set", f"parallelism={args.parallelism}", "--set", f"commit-interval-ms={args.commit_interval_ms}"]
+    results: dict[str, object] = {
+        "events": events,
+        "parallelism": args.parallelism,
+        "commit_interval_ms": args.commit_interval_ms,
+        "cpus": os.cpu_count(),
+    }
+    try:
+        topic = env["MIXED_ICEBERG_INGEST_TOPIC"]
+        progress(f"producing {events:,} events to {topic}")
+        results["produce_s"] = produce(env, topic, events, work / "oracle.json")
+        progress("baseline: plain confluent-kafka consumer")
+        rate, batches = read_all(bootstrap, topic)
+        results["baseline_consumer_msgs_per_s"] = rate
+        progress("library ingest without Flink")
+        results["library_records_per_s"] = library_rate(env, config_path, batches)
+        progress("PyFlink job over the backlog")
+        os.environ.update(env)
+        began = time.monotonic()
+        job = run_job(env, [*job_args, "--until-caught-up", "--timeout", "900"])
+        cpu = 0.0
+        while job.poll() is None:
+            cpu = max(cpu, tree_cpu_seconds(job.pid))
+            time.sleep(0.5)
+        wall = time.monotonic() - began
+        if job.returncode != 0:
+            raise SystemExit(f"job failed ({job.returncode}); see {work}")
+        config = load_ingest_config(config_path)
+        table = load_table(config)
+        commits = commit_times(table, config.job_name, topic)
+        first, last = min(t for *_, t in commits), max(t for *_, t in commits)
+        results["job_wall_s"] = wall
+        results["job_commits"] = len(commits)
+        results["job_sustained_records_per_s"] = events / max((last - first) / 1000, 1e-3)
+        results["job_end_to_end_records_per_s"] = events / wall
+        results["job_cpu_s"] = cpu
+        oracle = json.loads((work / "oracle.json").read_text())["final"]
+        merged = table.scan(selected_fields=("id", "qty")).to_arrow()
+        assert merged.num_rows == len(oracle), (merged.num_rows, len(oracle))
+        assert {r["id"]: r["qty"] for r in merged.to_pylist()} == {int(k): v["qty"] for k, v in oracle.items()}
+        results["oracle_check"] = "ok"
+        progress(f"live phase: {args.rate:,.0f} events/s for {seconds:.0f} s")
+        live_topic = f"{run}_live"
+        ensure_topic(bootstrap, live_topic, 4)
+        live_env = {
+            **env,
+            "MIXED_ICEBERG_INGEST_TOPIC": live_topic,
+            "MIXED_ICEBERG_INGEST_JOB": f"{run}-live",
+            "MIXED_ICEBERG_INGEST_TABLE": "bench.live",
+        }
+        produce(live_env, live_topic, 1000)  # warm-up: the job is running once this is committed
+        live = run_job(live_env, job_args)
+        os.environ.update(live_env)
+        live_config = load_ingest_config(config_path)
+        deadline = time.monotonic() + 300
+        while not caught_up(live_config) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        produce(live_env, live_topic, int(args.rate * seconds), rate=args.rate)
+        while not caught_up(live_config) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        os.killpg(live.pid, signal.SIGKILL)
+        live.wait()
+        _, live_batches = read_all(bootstrap, live_topic)
+        fresh = freshness(commit_times(load_table(live_config), live_config.job_name, live_topic), live_batches[1:])
+        results["live_rate"] = args.rate
+        results["freshness_p50_ms"] = float(np.percentile(fresh, 50))
+        results["freshness_p99_ms"] = float(np.percentile(fresh, 99))
+    finally:
+        if started_kafka:
+            kafka("stop")
+    out = ROOT / "bench/results" / ("ingest.quick.json" if args.quick else "ingest.json")
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(results, indent=2))
+    print("| figure | value |\n| --- | --- |")
+    for key, value in results.items():
+        print(f"| {key} | {value:,.1f} |" if isinstance(value, float) else f"| {key} | {value} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
