@@ -191,7 +191,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--quick", action="store_true", help="200k events, shorter live phase")
-    parser.add_argument("--rate", type=float, default=50_000, help="live phase events/s")
+    parser.add_argument("--rate", type=float, default=10_000, help="live phase events/s (below the job's capacity)")
     parser.add_argument("--seconds", type=float, default=20.0, help="live phase duration")
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--commit-interval-ms", type=int, default=2000)
@@ -249,6 +249,7 @@ def main() -> int:
         assert merged.num_rows == len(oracle), (merged.num_rows, len(oracle))
         assert {r["id"]: r["qty"] for r in merged.to_pylist()} == {int(k): v["qty"] for k, v in oracle.items()}
         results["oracle_check"] = "ok"
+        progress(json.dumps(results))
         progress(f"live phase: {args.rate:,.0f} events/s for {seconds:.0f} s")
         live_topic = f"{run}_live"
         ensure_topic(bootstrap, live_topic, 4)
@@ -260,16 +261,18 @@ def main() -> int:
         }
         produce(live_env, live_topic, 1000)  # warm-up: the job is running once this is committed
         live = run_job(live_env, job_args)
-        os.environ.update(live_env)
-        live_config = load_ingest_config(config_path)
-        deadline = time.monotonic() + 300
-        while not caught_up(live_config) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        produce(live_env, live_topic, int(args.rate * seconds), rate=args.rate)
-        while not caught_up(live_config) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        os.killpg(live.pid, signal.SIGKILL)
-        live.wait()
+        try:
+            os.environ.update(live_env)
+            live_config = load_ingest_config(config_path)
+            deadline = time.monotonic() + 300
+            while not caught_up(live_config) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            produce(live_env, live_topic, int(args.rate * seconds), rate=args.rate)
+            while not caught_up(live_config) and time.monotonic() < deadline:
+                time.sleep(0.5)
+        finally:
+            os.killpg(live.pid, signal.SIGKILL)
+            live.wait()
         _, live_batches = read_all(bootstrap, live_topic)
         fresh = freshness(commit_times(load_table(live_config), live_config.job_name, live_topic), live_batches[1:])
         results["live_rate"] = args.rate

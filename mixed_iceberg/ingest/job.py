@@ -16,7 +16,7 @@ import sysconfig
 import time
 from pathlib import Path
 
-from mixed_iceberg.exceptions import ConfigError
+from mixed_iceberg.exceptions import ConfigError, NoSuchTableError
 from mixed_iceberg.ingest.config import IngestConfig, load_ingest_config
 from mixed_iceberg.ingest.runtime import load_table, prepare
 from mixed_iceberg.ingest.writer import committed_offsets, log_position_group
@@ -47,7 +47,10 @@ def caught_up(config: IngestConfig) -> bool:
     """Whether the table (and LogStore position) reached the source's current end offsets."""
     source = config.source
     marks = watermarks(source.bootstrap_servers, source.topic)
-    table = load_table(config)
+    try:
+        table = load_table(config)
+    except NoSuchTableError:  # the job has not created it yet
+        return False
     done = committed_offsets(table, config.job_name, source.topic, sorted(marks))
     if any((done[p] or low) < high for p, (low, high) in marks.items()):
         return False
