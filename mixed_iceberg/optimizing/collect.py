@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pyiceberg.expressions import BooleanExpression
 from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.table import Table
 from pyiceberg.typedef import Record
@@ -41,6 +42,8 @@ class CollectedTable:
     last_full_ms: int
     base_snapshot_id: int | None
     change_snapshot_id: int | None
+    #: When the optimizer last committed (0: never), for ``self-optimizing.min-plan-interval``.
+    last_optimized_ms: int = 0
     data_files: dict[str, LiveFile] = field(default_factory=dict)
     delete_files: dict[str, LiveFile] = field(default_factory=dict)
     change_files: dict[str, LiveFile] = field(default_factory=dict)
@@ -109,21 +112,25 @@ def _base_files(base: Table, files: list[LiveFile], collected: CollectedTable) -
     return result
 
 
-def collect(table: MixedTable) -> CollectedTable:
-    """Everything the optimizer needs to know about ``table``'s current snapshots."""
+def collect(table: MixedTable, partition_filter: BooleanExpression | None = None) -> CollectedTable:
+    """Everything the optimizer needs to know about ``table``'s current snapshots.
+
+    ``partition_filter`` (``self-optimizing.filter``) limits it to partitions that may hold
+    matching rows; it prunes by partition only, never by column statistics.
+    """
     base = table.base_store
     change = table.change_store
     base_snapshot = base.current_snapshot()
     created = _created_ms(base)
     collected = CollectedTable([], _last_full_ms(base, created), base_snapshot.snapshot_id if base_snapshot else None, None)
-    base_by_partition = _base_files(base, live_files(base, base_snapshot), collected)
+    base_by_partition = _base_files(base, live_files(base, base_snapshot, partition_filter=partition_filter), collected)
     optimized = read_optimized_sequence(base, base_snapshot) if change is not None else {}
     optimized_at = read_optimized_sequence(base, base_snapshot, BASE_OPTIMIZED_TIME) if change is not None else {}
     change_by_partition: dict[str, list[ChangeFile]] = defaultdict(list)
     if change is not None:
         change_snapshot = change.current_snapshot()
         collected.change_snapshot_id = change_snapshot.snapshot_id if change_snapshot else None
-        for live in live_files(change, change_snapshot):
+        for live in live_files(change, change_snapshot, partition_filter=partition_filter):
             path = partition_path(change, live.data_file)
             if live.sequence_number <= optimized.get(path, -1):
                 continue
@@ -140,7 +147,9 @@ def collect(table: MixedTable) -> CollectedTable:
                     is_delete=meta.file_type is DataFileType.EQ_DELETE_FILE,
                 )
             )
-    last_optimized = _last_optimized_default(base, created)
+    last_commit = _last_optimizer_commit_ms(base)
+    collected.last_optimized_ms = last_commit or 0
+    last_optimized = last_commit if last_commit is not None else created
     for path in sorted(set(base_by_partition) | set(change_by_partition)):
         collected.partitions.append(
             PartitionFiles(
@@ -154,12 +163,12 @@ def collect(table: MixedTable) -> CollectedTable:
     return collected
 
 
-def _last_optimized_default(base: Table, created: int) -> int:
-    """For tables without per-partition times: the last optimizer commit, else creation."""
+def _last_optimizer_commit_ms(base: Table) -> int | None:
+    """When the optimizer last committed to the BaseStore, if ever."""
     snapshot = base.current_snapshot()
     while snapshot is not None:
         if snapshot.summary is not None and snapshot.summary.get(OPTIMIZING_TYPE):
             return snapshot.timestamp_ms
         parent = snapshot.parent_snapshot_id
         snapshot = base.metadata.snapshot_by_id(parent) if parent is not None else None
-    return created
+    return None

@@ -12,7 +12,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from mixed_iceberg.exceptions import CommitConflictError
+from pyiceberg.expressions import BooleanExpression
+from pyiceberg.table import _parse_row_filter as parse_row_filter
+from pyparsing import ParseException
+
+from mixed_iceberg.exceptions import CommitConflictError, PropertyError
 from mixed_iceberg.optimizing.collect import CollectedTable, collect
 from mixed_iceberg.optimizing.commit import commit_outputs
 from mixed_iceberg.optimizing.evaluate import evaluate_table
@@ -54,9 +58,20 @@ class TableOptimizing:
     def config(self) -> OptimizingConfig:
         return OptimizingConfig.from_properties(self.table.base_store.properties, self.table.name)
 
+    def _partition_filter(self, config: OptimizingConfig) -> BooleanExpression | None:
+        if not config.filter:
+            return None
+        try:
+            return parse_row_filter(config.filter)
+        except ParseException as exc:
+            raise PropertyError(
+                f"table {self.table.name}: property 'self-optimizing.filter': expected a predicate such as "
+                f"\"region = 'eu' AND day >= '2026-01-01'\", found {config.filter!r} ({exc})"
+            ) from exc
+
     def _state(self) -> tuple[CollectedTable, TableEvaluation]:
         self.table.refresh()
-        collected = collect(self.table)
+        collected = collect(self.table, self._partition_filter(self.config))
         evaluation = evaluate_table(
             self.table.name,
             collected.partitions,
@@ -88,6 +103,10 @@ class TableOptimizing:
         for attempt in range(1, attempts + 1):
             collected, evaluation = self._state()
             config = self.config
+            since = self._now_ms() - collected.last_optimized_ms
+            if requested is None and attempt == 1 and since < config.min_plan_interval_ms:
+                log.debug("%s: last optimized %d ms ago (< self-optimizing.min-plan-interval)", self.table.name, since)
+                return OptimizingResult(self.table.name, None, 0, 0, 0, 0, 0, 0, 0, 0, time.monotonic() - started, False)
             tasks = plan_tasks(collected.partitions, evaluation, config, keyed=self.table.is_keyed, requested=requested)
             if not tasks:
                 return OptimizingResult(self.table.name, None, 0, 0, 0, 0, 0, 0, 0, 0, time.monotonic() - started, False)

@@ -66,6 +66,7 @@ class OptimizingConfig:
     full_interval_ms: int
     full_rewrite_all: bool
     min_plan_interval_ms: int
+    filter: str
     base_buckets: int
     base_refresh_interval_ms: int
 
@@ -105,6 +106,7 @@ class OptimizingConfig:
             full_interval_ms=opt.OPT_FULL_INTERVAL.read(properties, table),
             full_rewrite_all=opt.OPT_FULL_REWRITE_ALL.read(properties, table),
             min_plan_interval_ms=opt.OPT_MIN_PLAN_INTERVAL.read(properties, table),
+            filter=opt.OPT_FILTER.read(properties, table),
             base_buckets=opt.BASE_HASH_BUCKET.read(properties, table),
             base_refresh_interval_ms=opt.BASE_REFRESH_INTERVAL.read(properties, table),
         )

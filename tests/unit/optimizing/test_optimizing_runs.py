@@ -209,3 +209,36 @@ def test_plain_iceberg_table_of_tiny_appends_compacts(tmp_path: Path) -> None:
     assert result.type is OptimizingType.MINOR
     assert len(_content(table)) == 1
     assert rows_of(table.scan().to_arrow()) == before
+
+
+def test_filter_property_limits_optimizing_to_matching_partitions(tmp_path: Path) -> None:
+    table = local_catalog(tmp_path).create_table(
+        "db.p", ORDERS_SCHEMA, primary_key=["id"], partition_by=["cat"], properties={"self-optimizing.filter": "cat = 'a'"}
+    )
+    with table.new_transaction() as txn:
+        txn.write(changes([("+I", 1, "a", 1, 1.0), ("+I", 2, "b", 2, 2.0)]))
+    tasks = table.optimizing.plan("minor")
+    assert [t.partition for t in tasks] == ["cat=a"]
+    table.optimizing.run("minor")
+    assert read_optimized_sequence(table.base_store, table.base_store.current_snapshot()) == {"cat=a": 1}
+    assert rows_of(table.scan().to_arrow()) == [(1, "a", 1, 1.0), (2, "b", 2, 2.0)]
+
+
+def test_bad_filter_property_is_a_property_error(tmp_path: Path) -> None:
+    from mixed_iceberg.exceptions import PropertyError
+
+    table = local_catalog(tmp_path).create_table(
+        "db.p", ORDERS_SCHEMA, primary_key=["id"], properties={"self-optimizing.filter": "cat = = 'a'"}
+    )
+    with pytest.raises(PropertyError, match=r"self-optimizing\.filter"):
+        table.optimizing.evaluate()
+
+
+def test_min_plan_interval_holds_automatic_runs_but_not_forced_ones(tmp_path: Path) -> None:
+    table = _keyed(tmp_path, **{"self-optimizing.min-plan-interval": "3600000"})
+    _churn(table, 13)
+    assert table.optimizing.run().committed  # never optimized: not held
+    _churn(table, 13, start=20)
+    assert table.optimizing.evaluate().type is OptimizingType.MINOR
+    assert not table.optimizing.run().committed  # within the hour: held
+    assert table.optimizing.run("minor").committed  # forced: runs
