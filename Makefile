@@ -5,7 +5,7 @@ UV        := $(VENV)/bin/uv
 STAMP     := $(VENV)/.installed
 PYTHON    ?= python3
 
-.PHONY: install demo demo-library test lint typecheck unit clean
+.PHONY: install demo demo-library test lint typecheck unit clean bench-peers
 
 $(STAMP): pyproject.toml requirements/overrides.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,12 @@ typecheck: install
 
 unit: install
 	$(PY) -m pytest tests/unit tests/property -q
+
+# Side-by-side benchmark against pypaimon, DuckLake, delta-rs and pyiceberg, each peer in its own
+# venv under bench/peers/.envs/ (their pins conflict); see bench/README.md. ARGS=--quick for a smoke run.
+bench-peers: install
+	bash bench/peers/envs.sh
+	bench/peers/.envs/orchestrator/bin/python bench/peers/orchestrate.py $(ARGS)
 
 clean:
 	-bash scripts/services/seaweedfs.sh clean
