@@ -174,7 +174,7 @@ def figures(result: dict[str, Any], manifest: dict[str, Any]) -> dict[str, Any]:
     out["write_amplification"] = last["bytes_written"] / manifest["input_parquet_bytes"]
     out["stream_read_first_s"] = series[0]["read_s"] if series else None
     out["stream_read_last_s"] = series[-1]["read_s"] if series else None
-    out["peak_rss_mb"] = result["peak_rss_mb"]
+    out["peak_rss_mb"] = result.get("peak_rss_mb")
     return out
 
 
@@ -342,7 +342,9 @@ def main() -> int:
     parser.add_argument("--only", action="append", default=None, help="run only these labels (repeatable, substring match)")
     parser.add_argument("--read-repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=20240601)
-    parser.add_argument("--timeout", type=int, default=3600, help="seconds per system before it is reported as timed out")
+    parser.add_argument(
+        "--timeout", type=int, default=3600, help="seconds per system; past it the system is reported with the phases it finished"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the workload folder")
     args = parser.parse_args()
     shape = Shape.quick() if args.quick else Shape.full()

@@ -121,6 +121,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "series": series,
         }
         out["phases"].append(entry)
+        out["peak_rss_mb"] = peak_rss_mb()
         if args.partial:  # what the orchestrator reports if this system runs out of time
             Path(args.partial).write_text(json.dumps(out))
         print(
@@ -129,9 +130,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             file=sys.stderr,
             flush=True,
         )
-    usage = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-    out["peak_rss_mb"] = usage / 1024
+    out["peak_rss_mb"] = peak_rss_mb()
     return out
+
+
+def peak_rss_mb() -> float:
+    usage = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    return usage / 1024
 
 
 def main() -> int:
