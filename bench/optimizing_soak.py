@@ -248,7 +248,7 @@ class SoakTable:
         self.runs.append(run)
         return run
 
-    def snapshot(self, commits: int, oracle: Oracle, read_repeats: int) -> TableState:
+    def measure(self, commits: int, oracle: Oracle, read_repeats: int) -> TableState:
         from mixed_iceberg.optimizing.collect import collect
 
         reads, cpus = [], []
@@ -610,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
         sizes: list[int] = tables[0].table.base_store.inspect.files().column("file_size_in_bytes").to_pylist()
         report["bulk_load"] = {"base_files": len(sizes), "mean_file_bytes": sum(sizes) / len(sizes), "file_bytes": sizes}
         for t in tables:
-            t.snapshot(0, oracle, args.read_repeats)
+            t.measure(0, oracle, args.read_repeats)
         report["phases"].append(phase_entry(tables, 0, 0))
         print(progress(report["phases"][-1], names), file=sys.stderr, flush=True)
         start = 0
@@ -621,7 +621,7 @@ def main(argv: list[str] | None = None) -> int:
                 t.optimize(commit)
             if commit % every == 0 or commit == commits:
                 for t in turns(tables, commit):
-                    t.snapshot(commit, oracle, args.read_repeats)
+                    t.measure(commit, oracle, args.read_repeats)
                 report["phases"].append(phase_entry(tables, start, commit))
                 print(progress(report["phases"][-1], names), file=sys.stderr, flush=True)
                 start = commit
