@@ -28,8 +28,16 @@ def needs_rewrite(file: BaseFile, config: OptimizingConfig) -> bool:
 
 
 def _enough_content(undersized: Sequence[BaseFile], config: OptimizingConfig) -> bool:
-    sizes = sorted(f.size for f in undersized)
-    return len(sizes) >= 2 and sum(sizes) >= config.target_size and sizes[0] + sizes[1] <= config.target_size
+    """Amoro's rule, judged per tree node: files of different nodes never merge into one file,
+    so a partition-wide sum would call for a major that rewrites each file 1:1, forever."""
+    by_node: dict[int, list[int]] = {}
+    for f in undersized:
+        by_node.setdefault(f.node.id, []).append(f.size)
+    for sizes in by_node.values():
+        sizes.sort()
+        if len(sizes) >= 2 and sum(sizes) >= config.target_size and sizes[0] + sizes[1] <= config.target_size:
+            return True
+    return False
 
 
 def evaluate_partition(

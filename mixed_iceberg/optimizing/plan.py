@@ -59,9 +59,13 @@ def _rewrite_set(part: PartitionFiles, kind: OptimizingType, config: OptimizingC
         return fragments
     undersized = [f for f in part.base if classes[f.path] is FileClass.UNDERSIZED]
     heavy = [f for f in part.base if classes[f.path] is not FileClass.FRAGMENT and needs_rewrite(f, config)]
-    sizes = sorted(f.size for f in undersized)
-    enough = len(sizes) >= 2 and sum(sizes) >= config.target_size
-    chosen = {f.path: f for f in [*fragments, *heavy, *(undersized if enough else [])]}
+    by_node: dict[int, list[BaseFile]] = {}
+    for f in undersized:
+        by_node.setdefault(f.node.id, []).append(f)
+    merge = [
+        f for group in by_node.values() if len(group) >= 2 and sum(g.size for g in group) >= config.target_size for f in group
+    ]
+    chosen = {f.path: f for f in [*fragments, *heavy, *merge]}
     return list(chosen.values())
 
 

@@ -162,7 +162,9 @@ def commit_files(
         properties[COMMIT_WRITER] = commit_id.writer
         properties[COMMIT_SEQUENCE] = str(commit_id.sequence)
     txn = _IdempotentTransaction(table, commit_id, validate)
-    if added_deletes or deleted_deletes:
+    if added_deletes or deleted_deletes or deleted:
+        # Removals go through stage_rewrite: pyiceberg 0.12's overwrite carries forward
+        # manifests whose entries are all DELETED, so they pile up with every compaction.
         # Delete files need pyiceberg internals; they are confined to store.delete_files.
         snapshot_id = stage_rewrite(
             txn,
@@ -173,12 +175,9 @@ def commit_files(
             snapshot_properties=properties,
         )
     else:
-        update = txn.update_snapshot(snapshot_properties=properties)
-        producer = update.overwrite() if deleted else update.fast_append()
+        producer = txn.update_snapshot(snapshot_properties=properties).fast_append()
         snapshot_id = producer._snapshot_id  # stable across retries: statistics attach to it
         with producer:
-            for data_file in deleted:
-                producer.delete_data_file(data_file)
             for data_file in added:
                 producer.append_data_file(data_file)
     if stage is not None:

@@ -242,3 +242,13 @@ def test_min_plan_interval_holds_automatic_runs_but_not_forced_ones(tmp_path: Pa
     assert table.optimizing.evaluate().type is OptimizingType.MINOR
     assert not table.optimizing.run().committed  # within the hour: held
     assert table.optimizing.run("minor").committed  # forced: runs
+
+
+def test_repeated_minor_runs_do_not_pile_up_manifests(tmp_path: Path) -> None:
+    table = _keyed(tmp_path)
+    for round_no in range(6):
+        _churn(table, 2, start=round_no * 2)
+        table.optimizing.run("minor")
+    base = table.refresh().base_store
+    manifests = base.current_snapshot().manifests(base.io)  # type: ignore[union-attr]
+    assert len(manifests) <= 3, f"{len(manifests)} manifests for {len(_content(table))} live files"

@@ -123,3 +123,12 @@ def test_plan_never_rewrites_base_files_newer_than_the_merged_range() -> None:
     assert [f.path for f in task.rewrite] == ["old"]
     assert newer in task.segments
     assert (task.from_sequence, task.to_sequence) == (1, 3)
+
+
+def test_enough_content_is_judged_per_tree_node() -> None:
+    """One undersized file per node can never merge: no endless 1:1 major (found by the soak)."""
+    cfg = config(**{"self-optimizing.target-size": str(100 * MB)})
+    spread = tuple(BaseFile(f"n{i}", 60 * MB, 1000, 0, DataTreeNode(3, i), (), 0) for i in range(4))
+    assert kind(part(spread), cfg) is None
+    same = tuple(BaseFile(f"s{i}", 60 * MB if i else 40 * MB, 1000, 0, DataTreeNode(3, 0), (), 0) for i in range(2))
+    assert kind(part(same), cfg) is OptimizingType.MAJOR
