@@ -6,10 +6,10 @@ from pathlib import Path
 
 from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.rest import RestCatalog
-from pyiceberg.catalog.sql import SqlCatalog
 
 from mixed_iceberg.catalog.config import CatalogConfig, load_catalog_config
 from mixed_iceberg.catalog.mixed_catalog import MixedCatalog
+from mixed_iceberg.catalog.sql import SqlCatalogWithCache
 from mixed_iceberg.exceptions import ConfigError
 
 __all__ = ["CatalogConfig", "MixedCatalog", "load_catalog"]
@@ -19,7 +19,7 @@ def _iceberg_catalog(config: CatalogConfig) -> Catalog:
     props = config.iceberg_properties()
     try:
         if config.type == "sql":
-            return SqlCatalog(config.name, **props)
+            return SqlCatalogWithCache(config.name, **props)
         return RestCatalog(config.name, **props)
     except Exception as exc:  # driver and connection errors vary by backend; all are config problems here
         raise ConfigError(

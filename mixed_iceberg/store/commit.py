@@ -18,8 +18,11 @@ from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.metadata import TableMetadata
-from pyiceberg.table.update import TableUpdate, update_table_metadata
+from pyiceberg.table.update import TableUpdate
+from pyiceberg.table.update.snapshot import _MergeAppendFiles
+from pyiceberg.utils.properties import property_as_bool
 
+from mixed_iceberg.compat import updated_metadata
 from mixed_iceberg.exceptions import CommitConflictError, CommitError
 from mixed_iceberg.store.delete_files import stage_rewrite
 from mixed_iceberg.typedef import CommitId
@@ -38,6 +41,7 @@ log = logging.getLogger(__name__)
 
 COMMIT_WRITER = "mixed-iceberg.commit.writer"
 COMMIT_SEQUENCE = "mixed-iceberg.commit.sequence"
+MANIFEST_MERGE_ENABLED = "commit.manifest-merge.enabled"
 
 #: Stage extra metadata updates (for example statistics) on the transaction for a snapshot id.
 Stager = Callable[[Transaction, int], None]
@@ -93,10 +97,11 @@ class _IdempotentTransaction(Transaction):
         # pyiceberg 0.12 rebuilds (and deep-copies) the whole metadata on every access, about
         # 19 times per commit, so commit cost grew with the snapshot count (iceberg-python
         # #2673). The result depends only on the base metadata and the staged updates, both
-        # replaced (never mutated) when they change, so it is cached on their identity.
+        # replaced (never mutated) when they change, so it is cached on their identity, and
+        # built without the deep copy (compat.updated_metadata).
         cache = self._metadata_cache
         if cache is None or cache[0] is not self._table.metadata or cache[1] is not self._updates:
-            cache = (self._table.metadata, self._updates, update_table_metadata(self._table.metadata, self._updates))
+            cache = (self._table.metadata, self._updates, updated_metadata(self._table.metadata, self._updates))
             self._metadata_cache = cache
         return cache[2]
 
@@ -115,6 +120,26 @@ def _delete_files(table: Table, files: Iterable[DataFile]) -> None:
             table.io.delete(data_file.file_path)
         except OSError:  # best effort: orphan cleaning removes what is left
             log.warning("could not delete uncommitted file %s", data_file.file_path, exc_info=True)
+
+
+def _delete_merged_manifests(table: Table, producer: _MergeAppendFiles, snapshot_id: int) -> None:
+    """Delete the manifests the commit wrote and then merged away (pyiceberg 0.12 leaves them).
+
+    Iceberg Java deletes them too: no snapshot ever referenced them.
+    """
+    written = producer._written_manifests
+    if len(written) < 2:  # one manifest written: it is the one committed
+        return
+    snapshot = table.metadata.snapshot_by_id(snapshot_id)
+    if snapshot is None:
+        return
+    committed = {manifest.manifest_path for manifest in snapshot.manifests(table.io)}
+    for path in written:
+        if path not in committed:
+            try:
+                table.io.delete(path)
+            except OSError:  # best effort: orphan cleaning removes what is left
+                log.warning("could not delete merged manifest %s", path, exc_info=True)
 
 
 def commit_files(
@@ -162,6 +187,7 @@ def commit_files(
         properties[COMMIT_WRITER] = commit_id.writer
         properties[COMMIT_SEQUENCE] = str(commit_id.sequence)
     txn = _IdempotentTransaction(table, commit_id, validate)
+    merging: _MergeAppendFiles | None = None
     if added_deletes or deleted_deletes or deleted:
         # Removals go through stage_rewrite: pyiceberg 0.12's overwrite carries forward
         # manifests whose entries are all DELETED, so they pile up with every compaction.
@@ -175,7 +201,10 @@ def commit_files(
             snapshot_properties=properties,
         )
     else:
-        producer = txn.update_snapshot(snapshot_properties=properties).fast_append()
+        producer = merging = txn.update_snapshot(snapshot_properties=properties).merge_append()
+        # Iceberg's default for commit.manifest-merge.enabled is true (pyiceberg's is false):
+        # without merging, every append adds a manifest that every later commit lists again.
+        producer._merge_enabled = property_as_bool(table.properties, MANIFEST_MERGE_ENABLED, True)
         snapshot_id = producer._snapshot_id  # stable across retries: statistics attach to it
         with producer:
             for data_file in added:
@@ -199,6 +228,8 @@ def commit_files(
         raise CommitError(
             f"{name}: commit outcome unknown ({type(exc).__name__}: {exc}); files kept for orphan cleaning"
         ) from exc
+    if merging is not None:
+        _delete_merged_manifests(table, merging, snapshot_id)
     duration = time.monotonic() - started
     log.info(
         "%s: committed snapshot %s (+%d -%d files) in %.1f ms",

@@ -1,7 +1,12 @@
-"""Write row groups as named data files of one store, in parallel."""
+"""Write row groups as named data files of one store, in parallel.
+
+The writer threads live as long as the process: starting four threads for every small
+commit cost more than writing its files.
+"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -14,11 +19,26 @@ from mixed_iceberg.store.layout import RowGroup
 
 __all__ = ["write_groups"]
 
+_WRITERS = 4
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _writer_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=_WRITERS, thread_name_prefix="mixed-iceberg-writer")
+        return _pool
+
 
 def write_groups(
     store: Table, groups: Sequence[RowGroup], file_schema: Schema, name: Callable[[RowGroup], str]
 ) -> list[DataFile]:
-    """One Parquet file per group, named by ``name``, written by up to four threads."""
+    """One Parquet file per group, named by ``name``, written by up to four threads.
+
+    Must not be called from a writer thread (the pool would wait on itself).
+    """
     spec_id = store.spec().spec_id
     properties = store.properties
     jobs = [(data_location(store.location(), group.partition_path, name(group)), group) for group in groups]
@@ -31,5 +51,4 @@ def write_groups(
 
     if len(jobs) <= 1:
         return [write(job) for job in jobs]
-    with ThreadPoolExecutor(max_workers=min(4, len(jobs))) as pool:
-        return list(pool.map(write, jobs))
+    return list(_writer_pool().map(write, jobs))

@@ -111,7 +111,9 @@ def test_entries_of_deleted_files_are_dropped(tmp_path: Path) -> None:
 
 
 def test_run_rewrites_only_past_the_min_count(tmp_path: Path) -> None:
-    table = keyed_table(tmp_path, commits=4, properties={"commit.manifest.min-count-to-merge": "5"})
+    # Appends merge manifests themselves at the same count: off here, so they pile up for run().
+    properties = {"commit.manifest.min-count-to-merge": "5", "commit.manifest-merge.enabled": "false"}
+    table = keyed_table(tmp_path, commits=4, properties=properties)
     assert TableMaintenance(table).run().manifests.commits == 0  # type: ignore[union-attr]
     write_changes(table, range(4, 6))
     assert TableMaintenance(table).run().manifests.commits == 1  # type: ignore[union-attr]
