@@ -16,10 +16,11 @@ import pyarrow.dataset as ds
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import bind
 from pyiceberg.io import FileIO
-from pyiceberg.io.pyarrow import ArrowScan, PyArrowFileIO, expression_to_pyarrow
+from pyiceberg.io.pyarrow import expression_to_pyarrow
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
 
+from mixed_iceberg.reader.data_files import filesystem_for, read_data_files
 from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, PART, pack_lsn
 from mixed_iceberg.reader.plan import ChangeFileRef
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
@@ -27,12 +28,6 @@ from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
 __all__ = ["filesystem_for", "read_base_rows", "read_change_rows"]
 
 _FRAGMENT = "__fragment_index"
-
-
-def filesystem_for(io: FileIO, path: str) -> tuple[pa.fs.FileSystem, str]:
-    pyarrow_io = io if isinstance(io, PyArrowFileIO) else PyArrowFileIO(io.properties)
-    scheme, netloc, local = pyarrow_io.parse_location(path, pyarrow_io.properties)
-    return pyarrow_io.fs_by_scheme(scheme, netloc), local
 
 
 def read_change_rows(
@@ -84,10 +79,9 @@ def read_base_rows(
     with_partition: bool,
 ) -> pa.Table:
     """Rows of base files grouped as (transaction id, partition ordinal, tasks), tagged."""
-    scan = ArrowScan(base.metadata, base.io, projected, row_filter)
     tables = []
     for transaction_id, partition, tasks in groups:
-        rows = scan.to_table(tasks)
+        rows = read_data_files(base, tasks, projected, row_filter)
         n = rows.num_rows
         lsn = pack_lsn(np.full(n, transaction_id, np.int64), np.zeros(n, np.int64)) | BASE_OFFSET
         rows = rows.append_column(LSN, pa.array(lsn))

@@ -15,8 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.exceptions import ValidationException
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression, EqualTo, GreaterThanOrEqual
 from pyiceberg.io.fileformat import FileFormatFactory
-from pyiceberg.io.pyarrow import schema_to_pyarrow
+from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestContent, ManifestEntryStatus
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
@@ -26,6 +27,8 @@ from pyiceberg.table.snapshots import Operation
 from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
+from mixed_iceberg.exceptions import CorruptTableError
+from mixed_iceberg.reader.data_files import read_data_files
 from mixed_iceberg.store.datafiles import write_data_file
 from mixed_iceberg.store.delete_files import (
     FILE_PATH_FIELD_ID,
@@ -575,3 +578,47 @@ def test_live_files_carry_the_sequence_numbers_the_planner_needs(tmp_path: Path)
         ("EQUALITY_DELETES", 2),
         ("POSITION_DELETES", 3),
     ]
+
+
+# --- reading: position deletes applied by the reader's mask, against pyiceberg's own reader ---
+
+
+@pytest.mark.parametrize(
+    ("row_filter", "columns"),
+    [
+        (AlwaysTrue(), ("id", "k", "p", "v")),
+        (GreaterThanOrEqual("v", 13), ("id", "k", "p", "v")),
+        (EqualTo("k", "b"), ("id", "v")),  # the filter names a column the caller does not project
+    ],
+)
+def test_masked_read_equals_pyiceberg_with_deletes_applied(
+    tmp_path: Path, row_filter: BooleanExpression, columns: tuple[str, ...]
+) -> None:
+    table = _table(tmp_path)
+    first = _data_file(table, [(i, "ab"[i % 2], "x", 10 + i) for i in range(8)])
+    second = _data_file(table, [(100 + i, "ab"[i % 2], "x", 20 + i) for i in range(5)])
+    untouched = _data_file(table, [(200, "b", "x", 30)])
+    _commit(table, add_data=[first, second, untouched])
+    # one delete file spanning two data files, another for the first file again
+    _commit(table, add_deletes=[_pos_deletes(table, [(first, 0), (first, 3), (second, 4)])])
+    _commit(table, add_deletes=[_pos_deletes(table, [(first, 7), (first, 3)])])
+    tasks = list(table.scan(row_filter=row_filter).plan_files())
+    assert any(t.delete_files for t in tasks)
+    projected = table.schema().select(*columns)
+    ours = read_data_files(table, tasks, projected, row_filter)
+    theirs = ArrowScan(table.metadata, table.io, projected, row_filter).to_table(tasks)
+    assert ours.column_names == list(columns)
+    assert _rows(ours) == _rows(theirs)
+    assert ours.num_rows > 0
+
+
+def test_masked_read_refuses_files_whose_row_count_disagrees_with_the_manifest(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    data = _data_file(table, [(1, "a", "x", 1), (2, "b", "x", 2), (3, "a", "x", 3)])
+    _commit(table, add_data=[data])
+    # the file is replaced underneath the manifest by one with a row fewer
+    arrow = pa.Table.from_pylist([{"id": 1, "k": "a", "p": "x", "v": 1}, {"id": 2, "k": "b", "p": "x", "v": 2}])
+    write_data_file(table.io, data.file_path, arrow, SCHEMA, spec_id=0, partition=Record(), properties={})
+    _commit(table, add_deletes=[_pos_deletes(table, [(data, 0)])])
+    with pytest.raises(CorruptTableError, match="hold 2 rows; their manifests say 3"):
+        read_data_files(table, list(table.scan().plan_files()), table.schema(), AlwaysTrue())
