@@ -249,6 +249,19 @@ OPT_MINOR_FILES = _declare(
         "a positive count",
     )
 )
+OPT_MERGE_WIDTH = _declare(
+    Option(
+        "self-optimizing.minor.merge-width",
+        _int,
+        4,
+        "mixed-iceberg: minor merges a tree node's fragments of one size tier (sizes within a factor of this width) "
+        "only once this many exist, and combines a segment's position-delete files only once it has this many, "
+        "so a row is rewritten about log_width(fragment size / commit size) times, not once per run; "
+        "1 rewrites every fragment on every run, as Amoro does.",
+        _positive,
+        "a positive count",
+    )
+)
 OPT_MINOR_INTERVAL = _declare(
     Option(
         "self-optimizing.minor.trigger.interval",
@@ -381,6 +394,7 @@ class TableOptions:
     base_buckets: int
     change_buckets: int
     target_file_size: int
+    optimized_file_size: int
     upsert: bool
     log_store_enabled: bool
     log_store_address: str
@@ -397,6 +411,7 @@ class TableOptions:
             base_buckets=BASE_HASH_BUCKET.read(properties, table),
             change_buckets=CHANGE_HASH_BUCKET.read(properties, table),
             target_file_size=TARGET_FILE_SIZE.read(properties, table),
+            optimized_file_size=OPT_TARGET_SIZE.read(properties, table),
             upsert=UPSERT_ENABLED.read(properties, table),
             log_store_enabled=LOG_STORE_ENABLED.read(properties, table),
             log_store_address=LOG_STORE_ADDRESS.read(properties, table),

@@ -18,6 +18,7 @@ from mixed_iceberg.optimizing.model import (
     PartitionFiles,
     TableEvaluation,
 )
+from mixed_iceberg.optimizing.tiers import combine_threshold, fragments_to_merge
 
 __all__ = ["evaluate_partition", "evaluate_table", "needs_rewrite"]
 
@@ -58,9 +59,11 @@ def evaluate_partition(
     eq_delete_files = {p for f in part.base for p in f.eq_delete_files}
     has_change = bool(part.change)
     any_delete = bool(deletes or eq_delete_files or any(f.pos_delete_files for f in part.base))
-    combine_pos = [f for f in segments if len(f.pos_delete_files) > 1]
+    combine_pos = [f for f in segments if len(f.pos_delete_files) >= combine_threshold(config)]
     rewrite_segments = [f for f in segments + undersized if needs_rewrite(f, config)]
-    small = len(fragments) + len(inserts) + len(deletes) + len(eq_delete_files)
+    # Fragments of a tier not yet full are settled: counting them would call for runs that
+    # find nothing to merge.
+    small = len(fragments_to_merge(fragments, config)) + len(inserts) + len(deletes) + len(eq_delete_files)
     minor_interval_due = now_ms - part.last_optimized_ms > config.minor_interval_ms
     full_due = config.full_interval_ms >= 0 and now_ms - last_full_ms > config.full_interval_ms
 

@@ -139,7 +139,7 @@ def execute_task(table: MixedTable, collected: CollectedTable, task: RewriteTask
     survivors = merge_latest(data, deletes, keys) if keys else data.drop_columns([LSN])
     output.rows_out = survivors.num_rows
     transaction_id = max([*(f.transaction_id for f in task.rewrite), *(r.transaction_id for r in refs), 0])
-    pieces = split_sized(base, survivors, keys, table.options.base_buckets, table.options.target_file_size)
+    pieces = split_sized(base, survivors, keys, table.options.base_buckets, table.options.optimized_file_size)
     output.added_data = write_groups(
         base, pieces, base.schema(), lambda g: writer.file_name(g.node, DataFileType.BASE_FILE, transaction_id)
     )
@@ -147,18 +147,28 @@ def execute_task(table: MixedTable, collected: CollectedTable, task: RewriteTask
     covered = {f.path for f in task.rewrite}
     if task.segments:
         newest = deletes.group_by(keys).aggregate([(LSN, "max")]).rename_columns([*keys, "__max"]) if keys else None
+        combine = set(task.combine_deletes)
         for segment in task.segments:
             positions = (
                 _killed_positions(base, segment, newest, keys)
                 if newest is not None and newest.num_rows
                 else np.empty(0, np.int64)
             )
-            earlier = [
-                _pos_delete_rows(base, collected.delete_files[p].data_file, segment.path) for p in segment.pos_delete_files
-            ]
-            merged = np.unique(np.concatenate([positions, *(e.to_numpy() for e in earlier)]))
-            covered.add(segment.path)
-            if len(merged) == 0:
+            earlier = np.concatenate(
+                [
+                    np.empty(0, np.int64),
+                    *(
+                        _pos_delete_rows(base, collected.delete_files[p].data_file, segment.path).to_numpy()
+                        for p in segment.pos_delete_files
+                    ),
+                ]
+            )
+            if segment.path in combine:  # the earlier files are replaced by one holding all positions
+                written = np.unique(np.concatenate([positions, earlier]))
+                covered.add(segment.path)
+            else:  # appended: only positions no earlier file holds (a hot key is deleted again and again)
+                written = np.setdiff1d(positions, earlier)
+            if len(written) == 0:
                 continue
             spec_id, partition = collected.records[task.partition]
             name = writer.file_name(segment.node, DataFileType.POS_DELETE_FILE, transaction_id)
@@ -167,8 +177,8 @@ def execute_task(table: MixedTable, collected: CollectedTable, task: RewriteTask
                 write_position_deletes(
                     base.io,
                     path,
-                    pa.repeat(pa.scalar(segment.path, pa.string()), len(merged)),
-                    pa.array(merged),
+                    pa.repeat(pa.scalar(segment.path, pa.string()), len(written)),
+                    pa.array(written),
                     spec_id=spec_id,
                     partition=partition,
                     properties=base.properties,

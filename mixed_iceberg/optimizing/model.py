@@ -61,6 +61,7 @@ class OptimizingConfig:
     fragment_ratio: int
     min_target_ratio: float
     minor_file_count: int
+    merge_width: int
     minor_interval_ms: int
     major_duplicate_ratio: float
     full_interval_ms: int
@@ -101,6 +102,7 @@ class OptimizingConfig:
             fragment_ratio=opt.OPT_FRAGMENT_RATIO.read(properties, table),
             min_target_ratio=opt.OPT_MIN_TARGET_RATIO.read(properties, table),
             minor_file_count=opt.OPT_MINOR_FILES.read(properties, table),
+            merge_width=opt.OPT_MERGE_WIDTH.read(properties, table),
             minor_interval_ms=opt.OPT_MINOR_INTERVAL.read(properties, table),
             major_duplicate_ratio=opt.OPT_MAJOR_RATIO.read(properties, table),
             full_interval_ms=opt.OPT_FULL_INTERVAL.read(properties, table),
@@ -204,6 +206,8 @@ class RewriteTask:
     from_sequence: int
     to_sequence: int
     drop_delete_files: tuple[str, ...] = field(default=())
+    #: segments whose existing position-delete files are combined with the new positions
+    combine_deletes: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         if self.to_sequence < self.from_sequence:

@@ -4,6 +4,8 @@ Per partition: which change files to merge (a sequence prefix bounded by
 ``self-optimizing.max-file-count`` that keeps transaction order), which base files to rewrite
 (by type), and which segments only get position deletes. Base files whose transaction id is
 above the merged range are never rewritten: their rows would otherwise take a lower LSN.
+Fragments are merged by size tier and position-delete files combined in batches
+(:mod:`mixed_iceberg.optimizing.tiers`); full optimizing rewrites regardless.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from mixed_iceberg.optimizing.model import (
     RewriteTask,
     TableEvaluation,
 )
+from mixed_iceberg.optimizing.tiers import combine_threshold, fragments_to_merge
 
 __all__ = ["change_prefix", "plan_tasks"]
 
@@ -54,7 +57,10 @@ def _rewrite_set(part: PartitionFiles, kind: OptimizingType, config: OptimizingC
         if config.full_rewrite_all:
             return list(part.base)
         return [f for f in part.base if classes[f.path] is not FileClass.SEGMENT or f.pos_delete_files or f.eq_delete_files]
-    fragments = [f for f in part.base if classes[f.path] is FileClass.FRAGMENT]
+    all_fragments = [f for f in part.base if classes[f.path] is FileClass.FRAGMENT]
+    fragments = [*fragments_to_merge(all_fragments, config)]
+    merged = {f.path for f in fragments}
+    fragments += [f for f in all_fragments if f.path not in merged and needs_rewrite(f, config)]
     if kind is OptimizingType.MINOR:
         return fragments
     undersized = [f for f in part.base if classes[f.path] is FileClass.UNDERSIZED]
@@ -90,7 +96,10 @@ def plan_partition(part: PartitionFiles, kind: OptimizingType, config: Optimizin
         return None
     chosen = {f.path for f in rewrite}
     has_deletes = any(c.is_delete for c in change)
-    segments = [f for f in part.base if f.path not in chosen and (has_deletes or len(f.pos_delete_files) > 1)]
+    combine_at = combine_threshold(config)
+    segments = [f for f in part.base if f.path not in chosen and (has_deletes or len(f.pos_delete_files) >= combine_at)]
+    # A segment whose next position-delete file would reach the threshold is combined now.
+    combine = [f.path for f in segments if len(f.pos_delete_files) + (1 if has_deletes else 0) >= combine_at]
     everything = len(rewrite) == len(part.base)
     dangling = sorted({p for f in part.base for p in f.eq_delete_files}) if everything else []
     return RewriteTask(
@@ -98,6 +107,7 @@ def plan_partition(part: PartitionFiles, kind: OptimizingType, config: Optimizin
         type=kind,
         rewrite=tuple(rewrite),
         segments=tuple(segments),
+        combine_deletes=tuple(combine),
         change=tuple(change),
         from_sequence=part.optimized_sequence,
         to_sequence=to_sequence,

@@ -53,6 +53,7 @@ from pyiceberg.table.snapshots import Operation, Summary, ancestors_between_ids
 from pyiceberg.table.update.snapshot import _SnapshotProducer
 from pyiceberg.typedef import EMPTY_DICT, Properties, Record
 from pyiceberg.types import LongType, NestedField, StringType
+from pyiceberg.utils.properties import property_as_bool, property_as_int
 
 __all__ = ["FILE_PATH_FIELD_ID", "POSITION_DELETE_SCHEMA", "POS_FIELD_ID", "stage_rewrite", "write_position_deletes"]
 
@@ -258,6 +259,21 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
         self._added_data_files = added
         self._to_remove = {f.file_path: f for f in removed}
         self._removed_entries: list[ManifestEntry] = []
+        properties = txn.table_metadata.properties
+        # Iceberg's defaults (pyiceberg's merge default is off; Java's is on).
+        self._merge_enabled = property_as_bool(properties, TableProperties.MANIFEST_MERGE_ENABLED, True)
+        self._merge_min_count = (
+            property_as_int(
+                properties, TableProperties.MANIFEST_MIN_MERGE_COUNT, TableProperties.MANIFEST_MIN_MERGE_COUNT_DEFAULT
+            )
+            or TableProperties.MANIFEST_MIN_MERGE_COUNT_DEFAULT
+        )
+        self._merge_target = (
+            property_as_int(
+                properties, TableProperties.MANIFEST_TARGET_SIZE_BYTES, TableProperties.MANIFEST_TARGET_SIZE_BYTES_DEFAULT
+            )
+            or TableProperties.MANIFEST_TARGET_SIZE_BYTES_DEFAULT
+        )
 
     def _manifests(self) -> list[ManifestFile]:
         # Plan before writing, so a missing file leaves no orphan manifest behind.
@@ -269,7 +285,52 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
             )
         # The summary counts what the manifests say was removed, not the caller's copies.
         self._deleted_data_files = {entry.data_file for entry in self._removed_entries}
-        return self._write_added() + [self._rewrite(manifest, entries) for manifest, entries in plan]
+        merging = self._groups_to_merge(plan)
+        written = self._write_added(skip=merging)
+        written += [self._write_merged(key, plan) for key in merging]
+        return written + [self._rewrite(m, entries) for m, entries in plan if self._mergeable(m) not in merging]
+
+    def _mergeable(self, manifest: ManifestFile) -> tuple[ManifestContent, int] | None:
+        """The (content, spec) group a manifest may be merged in; ``None`` when it is big enough."""
+        if manifest.manifest_length >= self._merge_target:
+            return None
+        return (manifest.content, manifest.partition_spec_id)
+
+    def _groups_to_merge(self, plan: list[tuple[ManifestFile, list[ManifestEntry] | None]]) -> set[tuple[ManifestContent, int]]:
+        """Groups that would list ``commit.manifest.min-count-to-merge`` manifests or more.
+
+        As Iceberg's merging snapshot producer: manifests below the target size are merged
+        with this snapshot's additions once there are enough of them, so the manifest list
+        (read by every commit and scan) stays short without a maintenance run.
+        """
+        if not self._merge_enabled:
+            return set()
+        counts: Counter[tuple[ManifestContent, int]] = Counter()
+        default_spec_id = self._transaction.table_metadata.default_spec_id
+        counts.update({(_manifest_content(f), _spec_id(f, default_spec_id)) for f in self._added_data_files})
+        counts.update(group for manifest, _ in plan if (group := self._mergeable(manifest)) is not None)
+        return {key for key, count in counts.items() if count >= self._merge_min_count}
+
+    def _write_merged(
+        self, key: tuple[ManifestContent, int], plan: list[tuple[ManifestFile, list[ManifestEntry] | None]]
+    ) -> ManifestFile:
+        content, spec_id = key
+        default_spec_id = self._transaction.table_metadata.default_spec_id
+        with self._writer(content, spec_id) as writer:
+            for f in self._added_data_files:
+                if (_manifest_content(f), _spec_id(f, default_spec_id)) == key:
+                    writer.add_entry(
+                        ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=self._snapshot_id, data_file=f)
+                    )
+            for manifest, entries in plan:
+                if self._mergeable(manifest) != key:
+                    continue
+                for entry in entries if entries is not None else manifest.fetch_manifest_entry(self._io, discard_deleted=True):
+                    if entry.data_file.file_path in self._to_remove:
+                        writer.delete(entry)
+                    else:
+                        writer.existing(entry)
+        return writer.to_manifest_file()
 
     def _plan_carry_over(self) -> list[tuple[ManifestFile, list[ManifestEntry] | None]]:
         """Live manifests of the parent, with their entries when they list a file to remove."""
@@ -307,13 +368,15 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
             return self.new_manifest_writer(spec)
         return _DeleteManifestWriter(spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression)
 
-    def _write_added(self) -> list[ManifestFile]:
+    def _write_added(self, skip: set[tuple[ManifestContent, int]]) -> list[ManifestFile]:
         groups: dict[tuple[ManifestContent, int], list[DataFile]] = defaultdict(list)
         default_spec_id = self._transaction.table_metadata.default_spec_id
         for f in self._added_data_files:
             groups[(_manifest_content(f), _spec_id(f, default_spec_id))].append(f)
         manifests = []
         for (content, spec_id), files in groups.items():
+            if (content, spec_id) in skip:
+                continue  # written into the group's merged manifest
             with self._writer(content, spec_id) as writer:
                 for f in files:
                     # No sequence number: the manifest list assigns this snapshot's to the entry.

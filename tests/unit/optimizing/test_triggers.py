@@ -8,6 +8,7 @@ from mixed_iceberg.format import DataTreeNode
 from mixed_iceberg.optimizing.evaluate import evaluate_partition
 from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, FileClass, OptimizingConfig, OptimizingType, PartitionFiles
 from mixed_iceberg.optimizing.plan import change_prefix, plan_partition
+from mixed_iceberg.optimizing.tiers import size_tier
 
 MB = 1024 * 1024
 HOUR = 3_600_000
@@ -118,7 +119,8 @@ def test_change_prefix_backs_off_to_keep_transaction_order() -> None:
 def test_plan_never_rewrites_base_files_newer_than_the_merged_range() -> None:
     newer = base("bulk", 1000, tx=9)
     p = PartitionFiles("", (base("old", 1000, tx=1), newer), (change(2), change(3, delete=True)), 1, 0)
-    task = plan_partition(p, OptimizingType.MINOR, config(), keyed=True)
+    # merge-width 1: every fragment is due, as in Amoro; only the transaction rule holds one back
+    task = plan_partition(p, OptimizingType.MINOR, config(**{"self-optimizing.minor.merge-width": "1"}), keyed=True)
     assert task is not None
     assert [f.path for f in task.rewrite] == ["old"]
     assert newer in task.segments
@@ -132,3 +134,50 @@ def test_enough_content_is_judged_per_tree_node() -> None:
     assert kind(part(spread), cfg) is None
     same = tuple(BaseFile(f"s{i}", 60 * MB if i else 40 * MB, 1000, 0, DataTreeNode(3, 0), (), 0) for i in range(2))
     assert kind(part(same), cfg) is OptimizingType.MAJOR
+
+
+# --- size tiers: fragments and position-delete files are rewritten in batches, not every run ---
+
+
+def test_size_tiers_count_down_from_the_fragment_limit() -> None:
+    assert [size_tier(s, 1024, 4) for s in (1024, 257, 256, 65, 64, 1)] == [0, 0, 1, 1, 2, 5]
+
+
+def test_minor_leaves_a_tier_alone_until_it_holds_merge_width_files() -> None:
+    cfg = config(**{"self-optimizing.target-size": str(8 * MB)})  # fragments <= 1 MB, width 4
+    small = [base(f"s{i}", 40_000, tx=1) for i in range(3)]
+    big = base("big", 900_000, tx=1)
+    p = PartitionFiles("", (*small, big), (change(2),), 1, 0)
+    task = plan_partition(p, OptimizingType.MINOR, cfg, keyed=True)
+    assert task is not None
+    assert task.rewrite == ()  # the change rows become a new fragment; nothing is rewritten
+    fourth = base("s3", 50_000, tx=1)
+    task = plan_partition(PartitionFiles("", (*small, fourth, big), (change(2),), 1, 0), OptimizingType.MINOR, cfg, keyed=True)
+    assert task is not None
+    assert sorted(f.path for f in task.rewrite) == ["s0", "s1", "s2", "s3"]  # the full tier, not the big one
+
+
+def test_settled_tiers_do_not_trigger_minor_runs() -> None:
+    cfg = config(**{"self-optimizing.target-size": str(8 * MB), "self-optimizing.minor.trigger.file-count": "3"})
+    settled = [base(f"s{i}", 40_000 * 4**i, tx=1) for i in range(4)]  # one file per tier
+    evaluation = evaluate_partition(PartitionFiles("", tuple(settled), (), 1, 0), cfg, keyed=False, now_ms=0, last_full_ms=0)
+    assert evaluation.type is None
+    crowded = [base(f"c{i}", 40_000, tx=1) for i in range(4)]
+    evaluation = evaluate_partition(PartitionFiles("", tuple(crowded), (), 1, 0), cfg, keyed=False, now_ms=0, last_full_ms=0)
+    assert evaluation.type is OptimizingType.MINOR
+
+
+def test_position_delete_files_are_appended_then_combined_at_merge_width() -> None:
+    cfg = config(**{"self-optimizing.target-size": str(MB)})
+    two = base("seg2", 2 * MB, pos_files=2, tx=1)
+    three = base("seg3", 2 * MB, pos_files=3, tx=1)
+    task = plan_partition(
+        PartitionFiles("", (two, three), (change(2, delete=True),), 1, 0), OptimizingType.MINOR, cfg, keyed=True
+    )
+    assert task is not None
+    assert {f.path for f in task.segments} == {"seg2", "seg3"}
+    assert task.combine_deletes == ("seg3",)  # its next file would be the 4th: combined now
+    # change inserts only: no new positions, and no segment is at the threshold yet
+    task = plan_partition(PartitionFiles("", (two, three), (change(2),), 1, 0), OptimizingType.MINOR, cfg, keyed=True)
+    assert task is not None
+    assert task.segments == ()
