@@ -10,7 +10,10 @@ in this module only.
 
 from __future__ import annotations
 
+import collections
+import functools
 import logging
+import operator
 import time
 import uuid
 from collections.abc import Mapping
@@ -36,7 +39,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_CHUNK = 20_000
 _TIMEOUT = 30.0
 
 
@@ -118,6 +120,13 @@ def committed_positions(bootstrap: str, group: str, topic: str, partitions: list
         consumer.close()
 
 
+def _payloads(values: pa.Array) -> list[bytes]:
+    """confluent-kafka takes Python bytes (the I/O edge). Through NumPy: ``to_pylist`` builds a
+    pyarrow scalar per value first and costs six times as much (0.79 vs 0.13 us per message)."""
+    payloads: list[bytes] = values.to_numpy(zero_copy_only=False).tolist()
+    return payloads
+
+
 class KafkaLogWriter(LogWriter):
     """A Kafka transactional producer whose position is the source offset of one partition.
 
@@ -167,28 +176,33 @@ class KafkaLogWriter(LogWriter):
 
     def send(self, topic: str, values: pa.Array, partitions: npt.NDArray[np.int32] | None = None) -> None:
         if partitions is None:
-            self._produce(topic, values.to_pylist(), -1)
+            self._produce(topic, _payloads(values), -1)
             return
         # produce_batch ignores a per-message "partition" for some messages (confluent-kafka
         # 2.16.1), so rows are grouped by partition (stable: per-key order is kept).
         order = np.argsort(partitions, kind="stable")
         ordered = partitions[order]
         bounds = np.flatnonzero(np.diff(ordered)) + 1
-        payloads = values.take(pa.array(order)).to_pylist()  # confluent-kafka takes Python bytes: the I/O edge
+        payloads = _payloads(values.take(pa.array(order)))
         for start, stop in zip([0, *bounds.tolist()], [*bounds.tolist(), len(order)], strict=True):
             self._produce(topic, payloads[start:stop], int(ordered[start]))
 
     def _produce(self, topic: str, payloads: list[bytes], partition: int) -> None:
-        for start in range(0, len(payloads), _CHUNK):
-            pending = [{"value": v} for v in payloads[start : start + _CHUNK]]
-            while pending:
-                queued = self._producer.produce_batch(topic, pending, partition=partition)
-                if queued == len(pending):
-                    break
-                # Queue full: the failed messages carry an ``_error``; flush and send those again.
-                self._producer.flush(_TIMEOUT)
-                pending = [{"value": m["value"]} for m in pending if "_error" in m]
-            self._producer.poll(0)
+        # ``map`` over ``produce`` keeps the per-message loop in C: produce_batch needs a dict per
+        # message, which cost more than the produce itself (and fed the garbage collector).
+        produce = functools.partial(self._producer.produce, topic, partition=partition)
+        start = 0
+        while start < len(payloads):
+            remaining = iter(payloads[start:])
+            try:
+                collections.deque(map(produce, remaining), maxlen=0)
+                break
+            except BufferError:
+                # Queue full: the message that failed was taken from ``remaining`` just before;
+                # let the queue drain, then resume from it.
+                start = len(payloads) - operator.length_hint(remaining) - 1
+                self._producer.poll(0.1)
+        self._producer.poll(0)
 
     def commit(self, position: int) -> None:
         remaining = self._producer.flush(_TIMEOUT)

@@ -58,6 +58,9 @@ def test_changelog_json_ops_pass_through() -> None:
     [
         (b"{not json", "malformed message"),
         (b"   ", "empty message"),
+        (b"", "empty message"),
+        (b"\t\r\n ", "empty message"),
+        ("\u00a0\u2003".encode(), "empty message"),
         ({"before": None, "after": {"id": 1, "qty": "many"}, "op": "c"}, "malformed message"),
         ({"before": None, "after": {"id": None}, "op": "c"}, "null or missing primary key"),
         ({"before": None, "after": {"qty": 1}, "op": "c"}, "null or missing primary key"),
@@ -74,6 +77,22 @@ def test_bad_messages_become_dead_letters_and_valid_neighbours_survive(message: 
     assert parsed.offsets.tolist() == [10, 12]
     assert parsed.dead.offsets.tolist() == [11]
     assert reason in parsed.dead.reasons[0].as_py()
+
+
+def test_whitespace_and_raw_newlines_around_valid_json_are_kept() -> None:
+    parsed = _parse([b'  {"op":"c","after":{"id":1}}', b'{"op":"c",\r\n"after":\n{"id":2}}\n', b"\t{}"])
+    assert parsed.changes.column("id").to_pylist() == [1, 2]
+    assert parsed.dead.offsets.tolist() == [12]
+
+
+def test_a_sliced_batch_parses_like_a_fresh_one() -> None:
+    messages = [b" ", b'{"op":"c","after":{"id":1}}', b"", b'{"op":"d","before":{"id":1}}', b"{bad"]
+    parser = CdcParser(ORDERS_SCHEMA, ["id"], CdcFormat.DEBEZIUM_JSON)
+    sliced = parser.parse(pa.array([b"x", *messages, b"y"], pa.binary()).slice(1, len(messages)), np.arange(5))
+    fresh = parser.parse(pa.array(messages, pa.binary()), np.arange(5))
+    assert sliced.changes.equals(fresh.changes)
+    assert sliced.dead.offsets.tolist() == fresh.dead.offsets.tolist() == [0, 2, 4]
+    assert sliced.dead.reasons.to_pylist() == fresh.dead.reasons.to_pylist()
 
 
 def test_tombstones_are_skipped_not_dead_lettered() -> None:
