@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow.dataset as ds
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import bind, extract_field_ids
 from pyiceberg.io import FileIO
@@ -27,7 +27,7 @@ from pyiceberg.table import FileScanTask, Table
 
 from mixed_iceberg.exceptions import CorruptTableError
 
-__all__ = ["deleted_positions", "filesystem_for", "read_data_files"]
+__all__ = ["deleted_positions", "filesystem_for", "read_data_files", "read_positional"]
 
 _FILE_PATH = "file_path"
 _POS = "pos"
@@ -42,13 +42,12 @@ def filesystem_for(io: FileIO, path: str) -> tuple[pa.fs.FileSystem, str]:
 
 def deleted_positions(store: Table, delete_files: Iterable[DataFile]) -> dict[str, npt.NDArray[np.int64]]:
     """Deleted row positions per data file path, from position delete files."""
-    tables = []
-    for delete in delete_files:
-        filesystem, local = filesystem_for(store.io, delete.file_path)
-        tables.append(pq.read_table(local, columns=[_FILE_PATH, _POS], filesystem=filesystem))
-    if not tables:
+    paths = [d.file_path for d in delete_files]
+    if not paths:
         return {}
-    rows = pa.concat_tables(tables)
+    filesystem, _ = filesystem_for(store.io, paths[0])
+    local = [filesystem_for(store.io, path)[1] for path in paths]
+    rows = ds.dataset(local, format="parquet", filesystem=filesystem).to_table(columns=[_FILE_PATH, _POS])
     encoded = rows.column(_FILE_PATH).combine_chunks().dictionary_encode()
     codes = encoded.indices.to_numpy(zero_copy_only=False)
     positions = rows.column(_POS).to_numpy()
@@ -76,6 +75,39 @@ def read_data_files(store: Table, tasks: Sequence[FileScanTask], projected: Sche
     return pa.concat_tables(pieces, promote_options="permissive")
 
 
+def read_positional(store: Table, tasks: Sequence[FileScanTask], projected: Schema) -> tuple[pa.Table, npt.NDArray[np.int64]]:
+    """Every surviving row of ``tasks`` (no filter; position deletes only), and how many per task.
+
+    One ``ArrowScan`` reads all files in parallel; rows keep task order, so per-file constants
+    can be attached with ``np.repeat(values, counts)``.
+
+    Raises:
+        ValueError: a task carries equality deletes.
+        CorruptTableError: a file's row count disagrees with its manifest.
+    """
+    if not all(_only_position_deletes(t) for t in tasks):
+        raise ValueError("read_positional applies position deletes only; a task carries equality deletes")
+    rows = ArrowScan(store.metadata, store.io, projected, AlwaysTrue()).to_table([FileScanTask(t.file) for t in tasks])
+    counts = np.fromiter((t.file.record_count for t in tasks), dtype=np.int64, count=len(tasks))
+    if rows.num_rows != int(counts.sum()):
+        raise CorruptTableError(
+            f"{'.'.join(store.name())}: data files hold {rows.num_rows} rows; their manifests say {int(counts.sum())}"
+        )
+    deleted = deleted_positions(store, {d for t in tasks for d in t.delete_files})
+    if not deleted:
+        return rows, counts
+    keep = np.ones(rows.num_rows, dtype=bool)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    survivors = counts.copy()
+    for i, (task, start, count) in enumerate(zip(tasks, starts.tolist(), counts.tolist(), strict=True)):
+        positions = deleted.get(task.file.file_path)
+        if positions is not None:
+            gone = np.unique(positions[(positions >= 0) & (positions < count)])
+            keep[start + gone] = False
+            survivors[i] = count - len(gone)
+    return rows.filter(pa.array(keep)), survivors
+
+
 def _read_masked(store: Table, tasks: Sequence[FileScanTask], projected: Schema, row_filter: BooleanExpression) -> pa.Table:
     filtered = not isinstance(row_filter, AlwaysTrue)
     read_schema = projected
@@ -83,21 +115,7 @@ def _read_masked(store: Table, tasks: Sequence[FileScanTask], projected: Schema,
         bound = bind(store.schema(), row_filter, case_sensitive=True)
         wanted = extract_field_ids(bound) | {f.field_id for f in projected.fields}
         read_schema = prune_columns(store.schema(), wanted, select_full_types=False)
-    bare = [FileScanTask(t.file) for t in tasks]
-    rows = ArrowScan(store.metadata, store.io, read_schema, AlwaysTrue()).to_table(bare)
-    counts = np.fromiter((t.file.record_count for t in tasks), dtype=np.int64, count=len(tasks))
-    if rows.num_rows != int(counts.sum()):
-        raise CorruptTableError(
-            f"{'.'.join(store.name())}: data files hold {rows.num_rows} rows; their manifests say {int(counts.sum())}"
-        )
-    deleted = deleted_positions(store, {d for t in tasks for d in t.delete_files})
-    keep = np.ones(rows.num_rows, dtype=bool)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    for task, start, count in zip(tasks, starts.tolist(), counts.tolist(), strict=True):
-        positions = deleted.get(task.file.file_path)
-        if positions is not None:
-            keep[start + positions[(positions >= 0) & (positions < count)]] = False
-    rows = rows.filter(pa.array(keep))
+    rows, _ = read_positional(store, tasks, read_schema)
     if filtered:
         rows = rows.filter(expression_to_pyarrow(bind(read_schema, row_filter, case_sensitive=True), read_schema))
     return rows.select([f.name for f in projected.fields])

@@ -17,10 +17,11 @@ from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import bind
 from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import expression_to_pyarrow
+from pyiceberg.manifest import DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
 
-from mixed_iceberg.reader.data_files import filesystem_for, read_data_files
+from mixed_iceberg.reader.data_files import filesystem_for, read_data_files, read_positional
 from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, PART, pack_lsn
 from mixed_iceberg.reader.plan import ChangeFileRef
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
@@ -70,6 +71,10 @@ def _tag_change(
     return rows.append_column(PART, pa.array(part)) if with_partition else rows
 
 
+def _has_equality_deletes(task: FileScanTask) -> bool:
+    return any(d.content == DataFileContent.EQUALITY_DELETES for d in task.delete_files)
+
+
 def read_base_rows(
     base: Table,
     groups: Sequence[tuple[int, int, list[FileScanTask]]],
@@ -79,6 +84,17 @@ def read_base_rows(
     with_partition: bool,
 ) -> pa.Table:
     """Rows of base files grouped as (transaction id, partition ordinal, tasks), tagged."""
+    tasks = [task for _, _, group in groups for task in group]
+    if tasks and isinstance(row_filter, AlwaysTrue) and not any(_has_equality_deletes(t) for t in tasks):
+        # A full read: every file in one parallel scan, constants attached by surviving row counts.
+        rows, counts = read_positional(base, tasks, projected)
+        tx = np.fromiter((tx for tx, _, group in groups for _ in group), dtype=np.int64, count=len(tasks))
+        lsn = pack_lsn(np.repeat(tx, counts), np.zeros(rows.num_rows, np.int64)) | BASE_OFFSET
+        rows = rows.append_column(LSN, pa.array(lsn))
+        if with_partition:
+            part = np.fromiter((part for _, part, group in groups for _ in group), dtype=np.int32, count=len(tasks))
+            rows = rows.append_column(PART, pa.array(np.repeat(part, counts)))
+        return rows
     tables = []
     for transaction_id, partition, tasks in groups:
         rows = read_data_files(base, tasks, projected, row_filter)

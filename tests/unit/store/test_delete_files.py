@@ -28,7 +28,7 @@ from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
 from mixed_iceberg.exceptions import CorruptTableError
-from mixed_iceberg.reader.data_files import read_data_files
+from mixed_iceberg.reader.data_files import read_data_files, read_positional
 from mixed_iceberg.store.datafiles import write_data_file
 from mixed_iceberg.store.delete_files import (
     FILE_PATH_FIELD_ID,
@@ -610,6 +610,20 @@ def test_masked_read_equals_pyiceberg_with_deletes_applied(
     assert ours.column_names == list(columns)
     assert _rows(ours) == _rows(theirs)
     assert ours.num_rows > 0
+
+
+def test_positional_read_counts_survivors_per_file_once_per_position(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    first = _data_file(table, [(i, "a", "x", i) for i in range(6)])
+    second = _data_file(table, [(10 + i, "b", "x", i) for i in range(3)])
+    _commit(table, add_data=[first, second])
+    # position 3 of the first file is deleted by two files: it must be subtracted once
+    _commit(table, add_deletes=[_pos_deletes(table, [(first, 3), (first, 5)])])
+    _commit(table, add_deletes=[_pos_deletes(table, [(first, 3), (second, 0)])])
+    tasks = sorted(table.scan().plan_files(), key=lambda t: t.file.record_count, reverse=True)
+    rows, counts = read_positional(table, tasks, table.schema())
+    assert counts.tolist() == [4, 2]
+    assert rows.column("id").to_pylist() == [0, 1, 2, 4, 11, 12]
 
 
 def test_masked_read_refuses_files_whose_row_count_disagrees_with_the_manifest(tmp_path: Path) -> None:
