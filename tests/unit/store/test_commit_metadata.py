@@ -109,3 +109,16 @@ def test_cache_keeps_the_newest_entries() -> None:
     assert cache.get("b") is None
     assert cache.get("a") is a
     assert cache.get("c") is c
+
+
+def test_sqlite_catalog_runs_in_wal_mode_without_journal_fsync(tmp_path: Path) -> None:
+    catalog = local_catalog(tmp_path)
+    catalog.create_table("db.orders", ORDERS_SCHEMA, primary_key=["id"])
+    iceberg = catalog.iceberg
+    assert isinstance(iceberg, SqlCatalogWithCache)
+    with iceberg.engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+    # a second catalog on the same file (another process, say) reads what the first committed
+    _write(catalog.load_table("db.orders"), range(2))
+    assert len(rows_of(local_catalog(tmp_path).load_table("db.orders").scan().to_arrow())) == 2
