@@ -626,6 +626,18 @@ def test_positional_read_counts_survivors_per_file_once_per_position(tmp_path: P
     assert rows.column("id").to_pylist() == [0, 1, 2, 4, 11, 12]
 
 
+def test_positional_read_maps_columns_by_field_id_after_a_rename(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    data = _data_file(table, [(1, "a", "x", 10), (2, "b", "x", 20), (3, "c", "x", 30)])
+    _commit(table, add_data=[data])
+    _commit(table, add_deletes=[_pos_deletes(table, [(data, 1)])])
+    with table.update_schema() as update:
+        update.rename_column("v", "value")  # the file still says "v"; its field id says "value"
+    rows, counts = read_positional(table, list(table.scan().plan_files()), table.schema())
+    assert counts.tolist() == [2]
+    assert rows.column("value").to_pylist() == [10, 30]
+
+
 def test_masked_read_refuses_files_whose_row_count_disagrees_with_the_manifest(tmp_path: Path) -> None:
     table = _table(tmp_path)
     data = _data_file(table, [(1, "a", "x", 1), (2, "b", "x", 2), (3, "a", "x", 3)])
