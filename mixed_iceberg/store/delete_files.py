@@ -55,7 +55,14 @@ from pyiceberg.typedef import EMPTY_DICT, Properties, Record
 from pyiceberg.types import LongType, NestedField, StringType
 from pyiceberg.utils.properties import property_as_bool, property_as_int
 
-__all__ = ["FILE_PATH_FIELD_ID", "POSITION_DELETE_SCHEMA", "POS_FIELD_ID", "stage_rewrite", "write_position_deletes"]
+__all__ = [
+    "FILE_PATH_FIELD_ID",
+    "POSITION_DELETE_SCHEMA",
+    "POS_FIELD_ID",
+    "DeleteManifestWriter",
+    "stage_rewrite",
+    "write_position_deletes",
+]
 
 FILE_PATH_FIELD_ID = 2147483546
 POS_FIELD_ID = 2147483545
@@ -228,7 +235,7 @@ def _partition_filter(spec: PartitionSpec, partitions: Iterable[Record]) -> Bool
     return result
 
 
-class _DeleteManifestWriter(ManifestWriterV2):
+class DeleteManifestWriter(ManifestWriterV2):
     """A v2 delete manifest: pyiceberg's writers hard-code ``content=data`` in both places."""
 
     def content(self) -> ManifestContent:
@@ -366,7 +373,7 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
         spec = self.spec(spec_id)
         if content == ManifestContent.DATA:
             return self.new_manifest_writer(spec)
-        return _DeleteManifestWriter(spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression)
+        return DeleteManifestWriter(spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression)
 
     def _write_added(self, skip: set[tuple[ManifestContent, int]]) -> list[ManifestFile]:
         groups: dict[tuple[ManifestContent, int], list[DataFile]] = defaultdict(list)

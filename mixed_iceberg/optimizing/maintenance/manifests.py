@@ -9,10 +9,10 @@ written as EXISTING), so merge-on-read, the optimized-sequence rule and delete-f
 application read exactly what they read before.
 
 pyiceberg 0.12 has no rewrite-manifests operation, so this module subclasses its snapshot
-producer and manifest writer. That is the only use of pyiceberg internals in the
-maintenance package; it buys pyiceberg's manifest/manifest-list writers, its commit retry
-(which recomputes the rewrite from the refreshed head) and its cleanup of files from
-failed attempts.
+producer (the delete-manifest writer is ``store.delete_files``'s). That is the only use of
+pyiceberg internals in the maintenance package; it buys pyiceberg's manifest/manifest-list
+writers, its commit retry (which recomputes the rewrite from the refreshed head) and its
+cleanup of files from failed attempts.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from pyiceberg.manifest import (
     ManifestEntry,
     ManifestFile,
     ManifestWriter,
-    ManifestWriterV2,
 )
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table import Table
@@ -35,6 +34,7 @@ from pyiceberg.table.update.snapshot import _SnapshotProducer
 from pyiceberg.typedef import EMPTY_DICT
 
 from mixed_iceberg.exceptions import CommitConflictError, CommitError
+from mixed_iceberg.store.delete_files import DeleteManifestWriter
 
 __all__ = ["RewriteOutcome", "pack_manifests", "rewrite_manifests"]
 
@@ -76,17 +76,6 @@ def pack_manifests(manifests: list[ManifestFile], target_size: int) -> list[list
     return bins
 
 
-class _DeleteManifestWriter(ManifestWriterV2):
-    """pyiceberg's v2 writer only writes data manifests; delete manifests differ in content only."""
-
-    def content(self) -> ManifestContent:
-        return ManifestContent.DELETES
-
-    @property
-    def _meta(self) -> dict[str, str]:
-        return {**super()._meta, "content": "deletes"}
-
-
 class _RewriteManifests(_SnapshotProducer["_RewriteManifests"]):
     """A REPLACE snapshot with the parent's live files in merged manifests and no file changes."""
 
@@ -112,7 +101,7 @@ class _RewriteManifests(_SnapshotProducer["_RewriteManifests"]):
         spec: PartitionSpec = self.spec(first.partition_spec_id)
         writer: ManifestWriter
         if first.content == ManifestContent.DELETES:
-            writer = _DeleteManifestWriter(spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression)
+            writer = DeleteManifestWriter(spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression)
         else:
             writer = self.new_manifest_writer(spec)
         with writer:
