@@ -227,12 +227,16 @@ def main() -> int:
         progress("PyFlink job over the backlog")
         os.environ.update(env)
         began = time.monotonic()
+        results["load_avg_1m_before_job"] = os.getloadavg()[0]
         job = run_job(env, [*job_args, "--until-caught-up", "--timeout", "900"])
         cpu = 0.0
+        timeline: list[tuple[float, float]] = []  # (wall ms, job CPU s)
         while job.poll() is None:
             cpu = max(cpu, tree_cpu_seconds(job.pid))
+            timeline.append((time.time() * 1000, cpu))
             time.sleep(0.5)
         wall = time.monotonic() - began
+        results["load_avg_1m_after_job"] = os.getloadavg()[0]
         if job.returncode != 0:
             raise SystemExit(f"job failed ({job.returncode}); see {work}")
         config = load_ingest_config(config_path)
@@ -244,6 +248,12 @@ def main() -> int:
         results["job_sustained_records_per_s"] = events / max((last - first) / 1000, 1e-3)
         results["job_end_to_end_records_per_s"] = events / wall
         results["job_cpu_s"] = cpu
+        # CPU the job got between its first and last commit: below 2 cores means it was starved
+        # (other processes on the machine), not that it had nothing to do.
+        marks = np.array(timeline) if timeline else np.zeros((1, 2))
+        span_cpu = float(np.interp(last, marks[:, 0], marks[:, 1]) - np.interp(first, marks[:, 0], marks[:, 1]))
+        results["job_cores_used_while_committing"] = span_cpu / max((last - first) / 1000, 1e-3)
+        results["job_cpu_us_per_record_while_committing"] = 1e6 * span_cpu / events
         oracle = json.loads((work / "oracle.json").read_text())["final"]
         merged = table.scan(selected_fields=("id", "qty")).to_arrow()
         assert merged.num_rows == len(oracle), (merged.num_rows, len(oracle))

@@ -1,19 +1,23 @@
-"""The PyFlink side of the ingest job: Kafka source in SQL, batches into Python, one writer per partition.
+"""The PyFlink side of the ingest job: Kafka source in SQL, Arrow batches into Python, one writer per partition.
 
-Per-record Python is the bottleneck of PyFlink (about 18k records/s measured here for a
-Kafka source feeding a keyed Python function in thread mode), so records cross the JVM/Python
-boundary in batches: Flink SQL reads the topic with the Kafka connector (``raw`` format plus
-the ``partition`` and ``offset`` metadata columns) and groups it per Kafka partition into
-processing-time tumbling windows of ``commit-interval-ms``, collecting values and offsets with
-``ARRAY_AGG``. Each window row is one batch of one partition. The window aggregation is
-hash-distributed by partition and the Python function is chained to it (forward, same
-parallelism), so one writer subtask owns whole partitions and per-key order (a CDC topic is
-keyed by primary key) is kept. There is deliberately no ``key_by``: its key selector would be a
-Python function too, and every window row (all its values) would cross into Python twice
-(measured: 12.2 vs 6.9 us CPU per record for the whole job with an empty body). The Python
-function hands each batch to that partition's :class:`PartitionIngestor`, which orders it by
-offset, drops what the table already holds and commits. Flink
-checkpoints are not needed: progress lives in the table (see :mod:`mixed_iceberg.ingest.writer`).
+Per-record Python is the bottleneck of PyFlink, so records cross the JVM/Python boundary as
+Arrow batches: Flink SQL reads the topic with the Kafka connector (``raw`` format plus the
+``partition`` and ``offset`` metadata columns) and feeds it to a vectorized (pandas) scalar
+function, :class:`IngestFunction`, chained to the source. Each source subtask owns whole Kafka
+partitions (the connector assigns partitions to readers for the life of the job), so every
+change of a key goes through one writer, in source order. The function hands its batches to
+the subtask's :class:`IngestRuntime`, which buffers them per partition and commits a partition
+every ``commit-interval-ms`` (or ``commit-max-records``); a flusher thread commits when no
+records arrive. Its output (a zero per record) goes to a ``blackhole`` table.
+
+Why this shape (measured on 2 cores, see ``bench/ingest.py``): the previous plan, processing-time
+windows per partition with ``ARRAY_AGG`` into a thread-mode process function, hashed all four
+partitions of the bench topic onto one subtask, whose single thread then did the JVM window
+work and all the Python work in turn (at most ~1 core busy). Here the JVM has no window state,
+the source subtasks stay balanced, and the Python work runs in the Python worker process
+(process mode: pandas functions are Arrow-based and need it) in parallel with the JVM.
+Flink checkpoints are not needed: progress lives in the table (see
+:mod:`mixed_iceberg.ingest.writer`), so the execution mode does not matter across restarts.
 PyFlink imports live in this module only.
 """
 
@@ -21,13 +25,14 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+import pandas as pd  # type: ignore[import-untyped]
 import pyarrow as pa
 from pyflink.common import Configuration
-from pyflink.datastream import ProcessFunction, RuntimeContext, StreamExecutionEnvironment
-from pyflink.table import StreamTableEnvironment
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.table import DataTypes, StreamTableEnvironment
+from pyflink.table.udf import FunctionContext, ScalarFunction, udf
 
 from mixed_iceberg.ingest.config import IngestConfig
 from mixed_iceberg.ingest.metrics import IngestMetrics
@@ -37,34 +42,47 @@ __all__ = ["IngestFunction", "build_pipeline"]
 log = logging.getLogger(__name__)
 
 _METRICS = ("records_in", "changes_out", "log_messages", "dead_letters", "tombstones", "replayed_dropped", "commits")
+#: Flink settings the job sets unless the config's ``flink`` section overrides them.
+_DEFAULTS = {
+    "python.execution-mode": "process",
+    # Rows per Arrow batch into Python, and how long the JVM may hold a partial one.
+    "python.fn-execution.arrow.batch.size": "10000",
+    "python.fn-execution.bundle.size": "100000",
+    "python.fn-execution.bundle.time": "500",
+}
 
 
-class IngestFunction(ProcessFunction):  # type: ignore[misc]
-    """Feeds each window batch (one Kafka partition's records) to that partition's ingestor."""
+class IngestFunction(ScalarFunction):  # type: ignore[misc]
+    """Vectorized: (partition, offset, value) Series in, a zero per record out; commits as a side effect."""
 
     def __init__(self, config_json: str) -> None:
         self._config_json = config_json
 
-    def open(self, runtime_context: RuntimeContext) -> None:
+    def open(self, function_context: FunctionContext) -> None:
         from mixed_iceberg.ingest.runtime import IngestRuntime
 
         if not logging.getLogger().handlers:
             logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         self._runtime = IngestRuntime(IngestConfig.from_json(self._config_json))
         self._metrics = self._runtime.metrics
-        group = runtime_context.get_metrics_group().add_group("mixed_iceberg")
+        group = function_context.get_metric_group().add_group("mixed_iceberg")
         self._counters = {name: group.counter(name) for name in _METRICS}
         self._reported = dict.fromkeys(_METRICS, 0)
         group.gauge("last_commit_ms", lambda: int(self._metrics.last_commit_ms))
         group.gauge("freshness_p50_ms", lambda: int(self._metrics.last_freshness_p50_ms))
         group.gauge("freshness_p99_ms", lambda: int(self._metrics.last_freshness_p99_ms))
+        self._runtime.start_flusher()
 
-    def process_element(self, value: Any, ctx: ProcessFunction.Context) -> None:
-        partition, values, offsets = value[0], value[1], value[2]
-        self._runtime.ingest(int(partition), np.asarray(offsets, np.int64), pa.array(values, pa.binary()))
+    def eval(self, partitions: pd.Series, offsets: pd.Series, values: pd.Series) -> pd.Series:
+        count = len(values)
+        self._runtime.buffer(
+            partitions.to_numpy(np.int32), offsets.to_numpy(np.int64), pa.array(values, pa.binary(), from_pandas=True)
+        )
         self._report(self._metrics)
+        return pd.Series(np.zeros(count, np.int64))
 
     def _report(self, metrics: IngestMetrics) -> None:
+        # Counters move here, on the function's thread, also for commits the flusher made.
         for name in _METRICS:
             current = int(getattr(metrics, name))
             if current != self._reported[name]:
@@ -84,9 +102,10 @@ def _sql_string(value: str) -> str:
 def build_pipeline(
     config: IngestConfig, start_offsets: dict[int, int], jars: list[Path], python: str, *, bounded: bool = False
 ) -> StreamExecutionEnvironment:
-    """The job graph: Kafka (SQL, from ``start_offsets``) -> partition windows -> :class:`IngestFunction`."""
+    """The job graph: Kafka (SQL, from ``start_offsets``) -> :class:`IngestFunction` (chained) -> blackhole."""
     flink = Configuration()
-    flink.set_string("python.execution-mode", "thread")
+    for key, value in _DEFAULTS.items():
+        flink.set_string(key, value)
     flink.set_string("python.executable", python)
     flink.set_string("python.client.executable", python)
     flink.set_string("pipeline.jars", ";".join(jar.resolve().as_uri() for jar in jars))
@@ -113,13 +132,14 @@ def build_pipeline(
     with_clause = ", ".join(f"{_sql_string(k)} = {_sql_string(v)}" for k, v in options.items())
     t_env.execute_sql(
         "CREATE TEMPORARY TABLE cdc_source (msg BYTES, kafka_partition INT METADATA FROM 'partition' VIRTUAL, "
-        f"kafka_offset BIGINT METADATA FROM 'offset' VIRTUAL, pt AS PROCTIME()) WITH ({with_clause})"
+        f"kafka_offset BIGINT METADATA FROM 'offset' VIRTUAL) WITH ({with_clause})"
     )
-    batches = t_env.sql_query(
-        "SELECT kafka_partition, ARRAY_AGG(msg) AS msgs, ARRAY_AGG(kafka_offset) AS offs "
-        f"FROM TABLE(TUMBLE(TABLE cdc_source, DESCRIPTOR(pt), INTERVAL '{config.commit_interval_ms / 1000:.3f}' SECOND(3, 3))) "
-        "GROUP BY kafka_partition, window_start, window_end"
+    ingest = udf(IngestFunction(config.to_json()), result_type=DataTypes.BIGINT(), func_type="pandas")
+    t_env.create_temporary_function("mixed_iceberg_ingest", ingest)
+    t_env.execute_sql("CREATE TEMPORARY TABLE mixed_iceberg_discard (n BIGINT) WITH ('connector' = 'blackhole')")
+    statements = t_env.create_statement_set()
+    statements.add_insert_sql(
+        "INSERT INTO mixed_iceberg_discard SELECT mixed_iceberg_ingest(kafka_partition, kafka_offset, msg) FROM cdc_source"
     )
-    # Forward from the aggregation's subtask (hashed by partition): no Python key selector.
-    t_env.to_data_stream(batches).process(IngestFunction(config.to_json())).name("mixed-iceberg-ingest")
+    statements.attach_as_datastream()
     return env

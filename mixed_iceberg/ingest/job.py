@@ -85,9 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.until_caught_up and caught_up(config):
         log.info("%s: table and LogStore already hold everything in %s; nothing to run", config.job_name, config.source.topic)
         return 0
-    # Thread mode runs Python inside the JVM (pemja), which only sees this venv through PYTHONPATH.
+    # Python workers (and thread mode's pemja, if configured) see this venv through PYTHONPATH.
     site = sysconfig.get_paths()["purelib"]
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (site, str(_ROOT), os.environ.get("PYTHONPATH")) if p)
+    # On a local mini-cluster PyFlink runs every Python worker as a thread of this client
+    # process ("loopback"): one GIL for all writer subtasks and this poller. PyFlink's own
+    # switch makes it start one worker process per subtask, as a cluster does.
+    os.environ.setdefault("_python_worker_execution_mode", "process")
     from mixed_iceberg.ingest.flink import build_pipeline
 
     env = build_pipeline(config, plan.start, connector_jars(), sys.executable, bounded=args.bounded)

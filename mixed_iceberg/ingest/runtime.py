@@ -4,13 +4,18 @@
 from ``create-table``, the source, dead-letter and LogStore topics) and computes where each
 source partition resumes: the smaller of the table's committed offset and the LogStore's
 committed position (the earliest offset where neither has any). :class:`IngestRuntime` lives
-in each writer subtask and owns one :class:`PartitionIngestor` per partition it sees.
+in each writer subtask and owns one :class:`PartitionIngestor` per partition it sees; records
+reach it in whatever batches the engine delivers and it buffers them per partition until a
+partition is due (``commit-interval-ms`` since its oldest buffered record, or
+``commit-max-records``), so a commit's size does not depend on the engine's batch size.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import threading
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -98,8 +103,24 @@ def _log_address(table: MixedTable, config: IngestConfig) -> str:
     return table.options.log_store_address or config.source.bootstrap_servers
 
 
+@dataclass(slots=True)
+class _Pending:
+    """Records of one partition buffered since ``since`` (monotonic seconds)."""
+
+    since: float
+    count: int = 0
+    offsets: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    values: list[pa.Array] = field(default_factory=list)
+
+
 class IngestRuntime:
-    """The ingestors of one writer subtask (one per source partition it is sent)."""
+    """The ingestors of one writer subtask (one per source partition it is sent).
+
+    :meth:`ingest` commits one batch of one partition at once; :meth:`buffer` takes records of
+    any partitions and commits each partition when it is due. A background flusher
+    (:meth:`start_flusher`) commits due partitions when no records arrive; a failure there is
+    raised by the next :meth:`buffer` call.
+    """
 
     def __init__(self, config: IngestConfig) -> None:
         self.config = config
@@ -108,6 +129,11 @@ class IngestRuntime:
         self.log_topic, self.dead_letter_topic = _side_outputs(self.table, config)
         self.metrics = IngestMetrics()
         self._ingestors: dict[int, PartitionIngestor] = {}
+        self._pending: dict[int, _Pending] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._flusher: threading.Thread | None = None
+        self._failure: BaseException | None = None
 
     def _ingestor(self, partition: int) -> PartitionIngestor:
         found = self._ingestors.get(partition)
@@ -150,8 +176,62 @@ class IngestRuntime:
         """One batch of ``partition``."""
         self._ingestor(partition).process(offsets, values)
 
+    def buffer(self, partitions: npt.NDArray[np.int32], offsets: npt.NDArray[np.int64], values: pa.Array) -> None:
+        """Records of any partitions (in source order per partition); commits the partitions that are due."""
+        partitions = np.asarray(partitions, np.int32)
+        offsets = np.asarray(offsets, np.int64)
+        with self._lock:
+            if self._failure is not None:
+                raise RuntimeError(f"{self.table.name}: a background commit failed") from self._failure
+            now = time.monotonic()
+            for partition in np.unique(partitions).tolist():  # a handful of partitions, not rows
+                mask = partitions == partition
+                pending = self._pending.setdefault(partition, _Pending(now))
+                pending.offsets.append(offsets[mask])
+                pending.values.append(values.filter(pa.array(mask)))
+                pending.count += int(mask.sum())
+            self._flush_due(now)
+
+    def flush_due(self) -> None:
+        """Commit every partition that is due (called by the flusher)."""
+        with self._lock:
+            self._flush_due(time.monotonic())
+
+    def _flush_due(self, now: float) -> None:
+        interval = self.config.commit_interval_ms / 1000
+        for partition, pending in list(self._pending.items()):
+            if pending.count >= self.config.commit_max_records or now - pending.since >= interval:
+                del self._pending[partition]
+                values = pa.concat_arrays(pending.values) if len(pending.values) > 1 else pending.values[0]
+                self.ingest(partition, np.concatenate(pending.offsets), values)
+
+    def start_flusher(self) -> None:
+        """Commit due partitions from a daemon thread while no records arrive."""
+        period = max(0.05, self.config.commit_interval_ms / 4000)
+
+        def run() -> None:
+            while not self._stop.wait(period):
+                try:
+                    self.flush_due()
+                except Exception as exc:  # the job's boundary: surfaced by the next buffer() call
+                    log.exception("%s: background commit failed", self.table.name)
+                    self._failure = exc
+                    return
+
+        self._flusher = threading.Thread(target=run, name="mixed-iceberg-flusher", daemon=True)
+        self._flusher.start()
+
     def close(self) -> None:
-        log.info("%s: ingest writer closing: %s", self.table.name, self.metrics.summary())
-        for ingestor in self._ingestors.values():
-            ingestor.close()
-        self._ingestors.clear()
+        """Stop the flusher, commit what is buffered (a bounded source ends here; a cancelled
+        job may as well keep what it read) and release the writers."""
+        self._stop.set()
+        if self._flusher is not None:
+            self._flusher.join()
+        with self._lock:
+            if self._failure is None:
+                self._flush_due(float("inf"))
+            log.info("%s: ingest writer closing: %s", self.table.name, self.metrics.summary())
+            for ingestor in self._ingestors.values():
+                ingestor.close()
+            self._ingestors.clear()
+            self._pending.clear()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import itertools
 import logging
 import operator
 import time
@@ -190,12 +191,13 @@ class KafkaLogWriter(LogWriter):
     def _produce(self, topic: str, payloads: list[bytes], partition: int) -> None:
         # ``map`` over ``produce`` keeps the per-message loop in C: produce_batch needs a dict per
         # message, which cost more than the produce itself (and fed the garbage collector).
-        produce = functools.partial(self._producer.produce, topic, partition=partition)
+        # Positional (topic, value, key, partition): a keyword partial would build a dict per call.
+        produce = functools.partial(self._producer.produce, topic)
         start = 0
         while start < len(payloads):
             remaining = iter(payloads[start:])
             try:
-                collections.deque(map(produce, remaining), maxlen=0)
+                collections.deque(map(produce, remaining, itertools.repeat(None), itertools.repeat(partition)), maxlen=0)
                 break
             except BufferError:
                 # Queue full: the message that failed was taken from ``remaining`` just before;
