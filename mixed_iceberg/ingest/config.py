@@ -80,7 +80,7 @@ class IngestConfig(_Frozen):
     parallelism: int = Field(2, gt=0)
     commit_interval_ms: int = Field(1000, alias="commit-interval-ms", ge=100)
     commit_max_records: int = Field(
-        1_000_000, alias="commit-max-records", gt=0, description="a partition commits early once this many records wait"
+        100_000, alias="commit-max-records", gt=0, description="a partition commits early once this many records wait"
     )
     create_table: TableSpec | None = Field(None, alias="create-table")
     flink: dict[str, str] = Field(default_factory=dict, description="extra Flink configuration")

@@ -105,9 +105,10 @@ def _log_address(table: MixedTable, config: IngestConfig) -> str:
 
 @dataclass(slots=True)
 class _Pending:
-    """Records of one partition buffered since ``since`` (monotonic seconds)."""
+    """Records of one partition buffered since ``since`` (monotonic seconds; ``since_ms``: wall clock)."""
 
     since: float
+    since_ms: int
     count: int = 0
     offsets: list[npt.NDArray[np.int64]] = field(default_factory=list)
     values: list[pa.Array] = field(default_factory=list)
@@ -172,9 +173,9 @@ class IngestRuntime:
         self._ingestors[partition] = ingestor
         return ingestor
 
-    def ingest(self, partition: int, offsets: npt.NDArray[np.int64], values: pa.Array) -> None:
-        """One batch of ``partition``."""
-        self._ingestor(partition).process(offsets, values)
+    def ingest(self, partition: int, offsets: npt.NDArray[np.int64], values: pa.Array, *, received_ms: int | None = None) -> None:
+        """One batch of ``partition``, committed now."""
+        self._ingestor(partition).process(offsets, values, received_ms=received_ms)
 
     def buffer(self, partitions: npt.NDArray[np.int32], offsets: npt.NDArray[np.int64], values: pa.Array) -> None:
         """Records of any partitions (in source order per partition); commits the partitions that are due."""
@@ -186,7 +187,7 @@ class IngestRuntime:
             now = time.monotonic()
             for partition in np.unique(partitions).tolist():  # a handful of partitions, not rows
                 mask = partitions == partition
-                pending = self._pending.setdefault(partition, _Pending(now))
+                pending = self._pending.setdefault(partition, _Pending(now, int(time.time() * 1000)))
                 pending.offsets.append(offsets[mask])
                 pending.values.append(values.filter(pa.array(mask)))
                 pending.count += int(mask.sum())
@@ -203,7 +204,7 @@ class IngestRuntime:
             if pending.count >= self.config.commit_max_records or now - pending.since >= interval:
                 del self._pending[partition]
                 values = pa.concat_arrays(pending.values) if len(pending.values) > 1 else pending.values[0]
-                self.ingest(partition, np.concatenate(pending.offsets), values)
+                self.ingest(partition, np.concatenate(pending.offsets), values, received_ms=pending.since_ms)
 
     def start_flusher(self) -> None:
         """Commit due partitions from a daemon thread while no records arrive."""

@@ -155,8 +155,11 @@ class PartitionIngestor:
         if self.log_writer is not None:
             self.log_writer.close()
 
-    def process(self, offsets: npt.NDArray[np.int64], values: pa.Array) -> None:
-        """Ingest one batch of records of this partition (any order; replays are dropped)."""
+    def process(self, offsets: npt.NDArray[np.int64], values: pa.Array, *, received_ms: int | None = None) -> None:
+        """Ingest one batch of records of this partition (any order; replays are dropped).
+
+        ``received_ms``: wall-clock time the batch's first record reached the writer (recorded in
+        the snapshot summary: how long records waited for their commit)."""
         offsets = np.asarray(offsets, np.int64)
         self.metrics.records_in += len(offsets)
         # Below both positions everything is already in the table and (if any) the LogStore.
@@ -169,9 +172,9 @@ class PartitionIngestor:
         offsets = offsets[keep]
         parsed = self.parser.parse(values.take(pa.array(keep)), offsets)
         self.metrics.tombstones += parsed.tombstones
-        self._commit(parsed, int(offsets[-1]) + 1)
+        self._commit(parsed, int(offsets[-1]) + 1, received_ms)
 
-    def _commit(self, parsed: ParsedChanges, next_offset: int) -> None:
+    def _commit(self, parsed: ParsedChanges, next_offset: int, received_ms: int | None = None) -> None:
         table_from = self.table_next or 0
         log_from = self.log_next or 0
         if self.log_writer is not None:
@@ -182,7 +185,7 @@ class PartitionIngestor:
                 self.log_writer.abort()
                 raise
         if next_offset > table_from:
-            self._commit_table(parsed, table_from, next_offset)
+            self._commit_table(parsed, table_from, next_offset, received_ms)
             if os.environ.get(KILL_AFTER_TABLE_COMMIT) == str(self.metrics.commits):
                 log.warning("%s: killing this process after table commit %d (crash test)", self.table.name, self.metrics.commits)
                 os.kill(os.getpid(), signal.SIGKILL)
@@ -218,7 +221,7 @@ class PartitionIngestor:
                 self.log_writer.send(self.dead_letter_topic, _dead_letter_payloads(dead, self.topic, self.partition))
             self.metrics.dead_letters += len(dead)
 
-    def _commit_table(self, parsed: ParsedChanges, table_from: int, next_offset: int) -> None:
+    def _commit_table(self, parsed: ParsedChanges, table_from: int, next_offset: int, received_ms: int | None) -> None:
         mask = parsed.offsets >= table_from
         changes = parsed.changes.filter(pa.array(mask))
         if self.log_writer is None:  # otherwise counted with the LogStore's side outputs
@@ -229,6 +232,8 @@ class PartitionIngestor:
             f"{SUMMARY_PREFIX}next-offset": str(next_offset),
             f"{SUMMARY_PREFIX}rows": str(changes.num_rows),
         }
+        if received_ms is not None:
+            summary[f"{SUMMARY_PREFIX}received-ms"] = str(received_ms)
         started = time.monotonic()
         for attempt in range(self.commit_retries + 1):
             try:
