@@ -22,7 +22,7 @@ from mixed_iceberg.reader.filters import split_filter
 from mixed_iceberg.reader.merge import merge_latest
 from mixed_iceberg.reader.plan import PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import read_base_rows, read_change_rows
-from mixed_iceberg.store.entries import live_files
+from mixed_iceberg.store.entries import live_files, plan_scan_tasks
 from mixed_iceberg.store.equality_deletes import scan_with_equality_deletes
 from mixed_iceberg.store.layout import partition_path
 
@@ -112,9 +112,7 @@ class MixedScan:
         partitions = PartitionIndex()
         base_groups: dict[tuple[int, int], list[FileScanTask]] = defaultdict(list)
         base_tasks = (
-            base.scan(
-                row_filter=self.filter.full, snapshot_id=self.base_snapshot.snapshot_id, case_sensitive=self.case_sensitive
-            ).plan_files()
+            plan_scan_tasks(base, self.base_snapshot, self.filter.full, case_sensitive=self.case_sensitive)
             if self.base_snapshot
             else []
         )
@@ -130,7 +128,13 @@ class MixedScan:
         optimized = read_optimized_sequence(base, self.base_snapshot)
         refs = plan_change_files(
             change,
-            live_files(change, self.change_snapshot, self.filter.keys, partition_filter=self.filter.full),
+            live_files(
+                change,
+                self.change_snapshot,
+                self.filter.keys,
+                partition_filter=self.filter.full,
+                case_sensitive=self.case_sensitive,
+            ),
             partitions,
             optimized,
         )

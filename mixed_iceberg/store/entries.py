@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 from cachetools import LRUCache
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
-from pyiceberg.manifest import DataFile, ManifestFile
-from pyiceberg.table import ManifestGroupPlanner, Table
+from pyiceberg.manifest import DataFile, DataFileContent, ManifestEntry, ManifestEntryStatus, ManifestFile
+from pyiceberg.table import FileScanTask, ManifestGroupPlanner, Table
+from pyiceberg.table.delete_file_index import DeleteFileIndex
 from pyiceberg.table.snapshots import Snapshot
 
-__all__ = ["LiveFile", "live_files"]
+__all__ = ["LiveFile", "live_files", "plan_scan_tasks"]
 
 _CACHE: LRUCache[str, tuple[tuple[DataFile, int, int], ...]] = LRUCache(maxsize=8192)
 _LOCK = threading.Lock()
@@ -52,6 +53,7 @@ def live_files(
     keep: Callable[[DataFile], bool] | None = None,
     *,
     partition_filter: BooleanExpression | None = None,
+    case_sensitive: bool = True,
 ) -> list[LiveFile]:
     """Files live in ``snapshot`` whose partition and column metrics may match ``row_filter``.
 
@@ -60,10 +62,10 @@ def live_files(
     """
     if snapshot is None:
         return []
-    planner = ManifestGroupPlanner(table.metadata, table.io, row_filter or AlwaysTrue())
+    planner = ManifestGroupPlanner(table.metadata, table.io, row_filter or AlwaysTrue(), case_sensitive)
     if partition_filter is not None:
-        planner = ManifestGroupPlanner(table.metadata, table.io, partition_filter)
-        metrics_planner = ManifestGroupPlanner(table.metadata, table.io, row_filter or AlwaysTrue())
+        planner = ManifestGroupPlanner(table.metadata, table.io, partition_filter, case_sensitive)
+        metrics_planner = ManifestGroupPlanner(table.metadata, table.io, row_filter or AlwaysTrue(), case_sensitive)
     else:
         metrics_planner = planner
     manifest_ok = {}
@@ -81,3 +83,36 @@ def live_files(
             if partition_ok[spec_id](data_file) and metrics_ok(data_file) and (keep is None or keep(data_file)):
                 result.append(LiveFile(data_file, sequence, snapshot_id))
     return result
+
+
+def plan_scan_tasks(
+    table: Table, snapshot: Snapshot | None, row_filter: BooleanExpression, *, case_sensitive: bool = True
+) -> list[FileScanTask]:
+    """pyiceberg's ``plan_files`` for data and position-delete files, from the cached entries.
+
+    pyiceberg re-reads every manifest on every scan; this reads only manifests it has not seen.
+    Delete files are attached by pyiceberg's own ``DeleteFileIndex`` (partition, sequence
+    number and referenced path rules). A snapshot with equality deletes is planned by
+    pyiceberg, which refuses it with its own error.
+    """
+    files = live_files(table, snapshot, row_filter, case_sensitive=case_sensitive)
+    if any(f.data_file.content == DataFileContent.EQUALITY_DELETES for f in files):
+        snapshot_id = snapshot.snapshot_id if snapshot else None
+        return list(table.scan(row_filter=row_filter, snapshot_id=snapshot_id, case_sensitive=case_sensitive).plan_files())
+    index = DeleteFileIndex()
+    for f in files:
+        if f.data_file.content == DataFileContent.POSITION_DELETES:
+            entry = ManifestEntry.from_args(
+                status=ManifestEntryStatus.EXISTING,
+                snapshot_id=f.snapshot_id,
+                sequence_number=f.sequence_number,
+                data_file=f.data_file,
+            )
+            index.add_delete_file(entry, partition_key=f.data_file.partition)
+    return [
+        FileScanTask(
+            f.data_file, delete_files=index.for_data_file(f.sequence_number, f.data_file, partition_key=f.data_file.partition)
+        )
+        for f in files
+        if f.data_file.content == DataFileContent.DATA
+    ]

@@ -21,7 +21,7 @@ from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestContent, ManifestEntryStatus
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.table import Table
+from pyiceberg.table import FileScanTask, Table
 from pyiceberg.table.delete_file_index import DeleteFileIndex
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.typedef import Record
@@ -37,7 +37,7 @@ from mixed_iceberg.store.delete_files import (
     stage_rewrite,
     write_position_deletes,
 )
-from mixed_iceberg.store.entries import LiveFile, live_files
+from mixed_iceberg.store.entries import LiveFile, live_files, plan_scan_tasks
 from mixed_iceberg.store.equality_deletes import anti_join_null_safe, plan_equality_scan, scan_with_equality_deletes
 
 SCHEMA = Schema(
@@ -648,3 +648,23 @@ def test_masked_read_refuses_files_whose_row_count_disagrees_with_the_manifest(t
     _commit(table, add_deletes=[_pos_deletes(table, [(data, 0)])])
     with pytest.raises(CorruptTableError, match="hold 2 rows; their manifests say 3"):
         read_data_files(table, list(table.scan().plan_files()), table.schema(), AlwaysTrue())
+
+
+@pytest.mark.parametrize("row_filter", [AlwaysTrue(), GreaterThanOrEqual("v", 13), EqualTo("p", "y")])
+def test_cached_planning_attaches_the_same_deletes_as_pyiceberg(tmp_path: Path, row_filter: BooleanExpression) -> None:
+    table = _table(tmp_path, partitioned=True)
+    x1 = _data_file(table, [(1, "a", "x", 10), (2, "b", "x", 11)])
+    y1 = _data_file(table, [(3, "a", "y", 12), (4, "b", "y", 13)])
+    _commit(table, add_data=[x1, y1])
+    _commit(table, add_deletes=[_pos_deletes(table, [(x1, 0)]), _pos_deletes(table, [(y1, 1)])])
+    x2 = _data_file(table, [(5, "c", "x", 14)])  # newer than the deletes: none of them applies
+    _commit(table, add_data=[x2])
+    _commit(table, add_deletes=[_pos_deletes(table, [(x1, 1), (x2, 0)])])
+
+    def planned(tasks: list[FileScanTask]) -> dict[str, set[str]]:
+        return {t.file.file_path: {d.file_path for d in t.delete_files} for t in tasks}
+
+    ours = plan_scan_tasks(table, table.current_snapshot(), row_filter)
+    theirs = list(table.scan(row_filter=row_filter).plan_files())
+    assert planned(ours) == planned(theirs)
+    assert any(t.delete_files for t in ours)
