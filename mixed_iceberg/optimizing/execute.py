@@ -103,6 +103,13 @@ def _killed_positions(base: Table, segment: BaseFile, newest: pa.Table, keys: li
     return np.asarray(hits.filter(pc.greater(hits.column("__max"), seg_lsn)).column("__pos").to_numpy(), dtype=np.int64)
 
 
+def _disk_bytes_per_row(task: RewriteTask) -> float | None:
+    """Bytes a row takes in the task's input files: base files when any, else change inserts."""
+    sized = [(f.size, f.records) for f in task.rewrite] or [(c.size, c.records) for c in task.change if not c.is_delete]
+    size, records = sum(s for s, _ in sized), sum(r for _, r in sized)
+    return size / records if records else None
+
+
 def execute_task(table: MixedTable, collected: CollectedTable, task: RewriteTask, writer: WriterIdentity) -> TaskOutput:
     """Rewrite one partition as ``task`` says; returns the files to add and remove."""
     started = time.monotonic()
@@ -139,7 +146,12 @@ def execute_task(table: MixedTable, collected: CollectedTable, task: RewriteTask
     survivors = merge_latest(data, deletes, keys) if keys else data.drop_columns([LSN])
     output.rows_out = survivors.num_rows
     transaction_id = max([*(f.transaction_id for f in task.rewrite), *(r.transaction_id for r in refs), 0])
-    pieces = split_sized(base, survivors, keys, table.options.base_buckets, table.options.optimized_file_size)
+    # Cut output by the on-disk size of the input rows: cut by Arrow memory, a merge of two
+    # 4 MB files came out as two files again (Parquet is about half the size in memory), so
+    # undersized segments were re-merged on every run (the peers benchmark: 94x written).
+    pieces = split_sized(
+        base, survivors, keys, table.options.base_buckets, table.options.optimized_file_size, _disk_bytes_per_row(task)
+    )
     output.added_data = write_groups(
         base, pieces, base.schema(), lambda g: writer.file_name(g.node, DataFileType.BASE_FILE, transaction_id)
     )

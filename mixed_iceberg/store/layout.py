@@ -79,19 +79,30 @@ def split_rows(store: Table, rows: pa.Table, primary_key: Sequence[str], buckets
     return groups
 
 
-def chunk_rows(rows: pa.Table, target_bytes: int) -> list[pa.Table]:
-    """Slices of ``rows`` of about ``target_bytes`` of Arrow memory each (one file each)."""
+def chunk_rows(rows: pa.Table, target_bytes: int, bytes_per_row: float | None = None) -> list[pa.Table]:
+    """Slices of ``rows`` of about ``target_bytes`` each (one file each).
+
+    ``bytes_per_row`` is the expected size of a row once written (Parquet compresses, so a
+    file's size is well below the Arrow memory of its rows); without it, Arrow memory is used.
+    """
     if rows.num_rows == 0:
         return []
-    per_row = max(1, rows.nbytes // rows.num_rows)
-    step = max(1, target_bytes // per_row)
+    per_row = bytes_per_row if bytes_per_row and bytes_per_row > 0 else max(1, rows.nbytes // rows.num_rows)
+    step = max(1, int(target_bytes // per_row))
     return [rows.slice(start, step) for start in range(0, rows.num_rows, step)]
 
 
-def split_sized(store: Table, rows: pa.Table, primary_key: Sequence[str], buckets: int, target_bytes: int) -> list[RowGroup]:
+def split_sized(
+    store: Table,
+    rows: pa.Table,
+    primary_key: Sequence[str],
+    buckets: int,
+    target_bytes: int,
+    bytes_per_row: float | None = None,
+) -> list[RowGroup]:
     """:func:`split_rows`, then each group cut into pieces of about ``target_bytes``."""
     return [
         RowGroup(group.partition, group.partition_path, group.node, piece)
         for group in split_rows(store, rows, primary_key, buckets)
-        for piece in chunk_rows(group.rows, target_bytes)
+        for piece in chunk_rows(group.rows, target_bytes, bytes_per_row)
     ]

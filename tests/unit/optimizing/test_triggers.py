@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
 from mixed_iceberg.format import DataTreeNode
 from mixed_iceberg.optimizing.evaluate import evaluate_partition
-from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, FileClass, OptimizingConfig, OptimizingType, PartitionFiles
+from mixed_iceberg.optimizing.execute import _disk_bytes_per_row
+from mixed_iceberg.optimizing.model import (
+    BaseFile,
+    ChangeFile,
+    FileClass,
+    OptimizingConfig,
+    OptimizingType,
+    PartitionFiles,
+    RewriteTask,
+)
 from mixed_iceberg.optimizing.plan import change_prefix, plan_partition
 from mixed_iceberg.optimizing.tiers import size_tier
+from mixed_iceberg.store.layout import chunk_rows
 
 MB = 1024 * 1024
 HOUR = 3_600_000
@@ -181,3 +192,12 @@ def test_position_delete_files_are_appended_then_combined_at_merge_width() -> No
     task = plan_partition(PartitionFiles("", (two, three), (change(2),), 1, 0), OptimizingType.MINOR, cfg, keyed=True)
     assert task is not None
     assert task.segments == ()
+
+
+def test_output_files_are_cut_by_the_on_disk_size_of_their_input() -> None:
+    """Cut by Arrow memory, merging two undersized files gave two files again, re-merged forever."""
+    rows = pa.table({"id": pa.array(range(1000), pa.int64()), "s": pa.array(["x" * 40] * 1000)})
+    assert len(chunk_rows(rows, target_bytes=10_000)) > 4  # Arrow memory: ~50 bytes a row
+    assert len(chunk_rows(rows, target_bytes=10_000, bytes_per_row=10.0)) == 1  # on disk: 10 bytes a row
+    task = RewriteTask("", OptimizingType.MAJOR, (base("a", 4000, records=400), base("b", 6000, records=600)), (), (), 0, 0)
+    assert _disk_bytes_per_row(task) == 10.0
