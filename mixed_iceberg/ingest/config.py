@@ -1,6 +1,8 @@
 """The ingest job's configuration (``conf/ingest.yaml``), parsed once into frozen models.
 
 ``${VAR}`` / ``${VAR:-default}`` references are resolved as in ``conf/catalogs.yaml``.
+:func:`pin_catalog` resolves the catalog once, in the job's client: Python workers on a
+cluster run in the TaskManager's environment and working directory, not the client's.
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ import pyarrow as pa
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mixed_iceberg.catalog.config import _interpolate
+from mixed_iceberg.catalog.config import _interpolate, default_config_path, load_catalog_config
 from mixed_iceberg.exceptions import ConfigError
 from mixed_iceberg.ingest.cdc import CdcFormat
 
-__all__ = ["ColumnSpec", "IngestConfig", "SourceConfig", "TableSpec", "load_ingest_config"]
+__all__ = ["ColumnSpec", "IngestConfig", "SourceConfig", "TableSpec", "load_ingest_config", "pin_catalog"]
 
 _TYPES: dict[str, pa.DataType] = {
     "int": pa.int32(),
@@ -74,6 +76,9 @@ class IngestConfig(_Frozen):
     job_name: str = Field(alias="job-name", pattern=r"^[A-Za-z0-9._-]+$")
     catalog: str = "local"
     catalog_config: str | None = Field(None, alias="catalog-config")
+    catalog_properties: dict[str, str] = Field(
+        default_factory=dict, alias="catalog-properties", description="override the catalog's properties"
+    )
     table: str
     source: SourceConfig
     dead_letter_topic: str | None = Field(None, alias="dead-letter-topic")
@@ -115,3 +120,17 @@ def load_ingest_config(path: str | Path, overrides: dict[str, Any] | None = None
         return IngestConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"ingest config {path}: {exc}") from exc
+
+
+def pin_catalog(config: IngestConfig) -> IngestConfig:
+    """``config`` with its catalog as resolved here: an absolute ``catalog-config`` and every
+    property (storage included) in ``catalog-properties``.
+
+    The job's client calls this before it hands the config to Flink, so the Python workers
+    neither depend on the client's ``${VAR}``s (the warehouse, say) nor on its working
+    directory (relative paths, ``./conf/catalogs.yaml``).
+    """
+    path = Path(config.catalog_config) if config.catalog_config else default_config_path()
+    resolved = load_catalog_config(config.catalog, path, config.catalog_properties)
+    properties = {**resolved.storage.file_io_properties(), **resolved.properties}
+    return config.model_copy(update={"catalog_config": str(path.resolve()), "catalog_properties": properties})

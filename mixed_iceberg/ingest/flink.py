@@ -108,11 +108,13 @@ def build_pipeline(
         flink.set_string(key, value)
     flink.set_string("python.executable", python)
     flink.set_string("python.client.executable", python)
-    flink.set_string("pipeline.jars", ";".join(jar.resolve().as_uri() for jar in jars))
     flink.set_string("pipeline.name", config.job_name)
     for key, value in config.flink.items():
         flink.set_string(key, value)
     env = StreamExecutionEnvironment.get_execution_environment(flink)
+    # Appended to pipeline.jars, not set: under `flink run` that list already holds the
+    # flink-python jar the CLI ships with every Python job.
+    env.add_jars(*(jar.resolve().as_uri() for jar in jars))
     env.set_parallelism(config.parallelism)
     t_env = StreamTableEnvironment.create(env)
     source = config.source

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from mixed_iceberg.exceptions import ConfigError, NoSuchTableError
-from mixed_iceberg.ingest.config import IngestConfig, load_ingest_config
+from mixed_iceberg.ingest.config import IngestConfig, load_ingest_config, pin_catalog
 from mixed_iceberg.ingest.runtime import load_table, prepare
 from mixed_iceberg.ingest.writer import committed_offsets, log_position_group
 from mixed_iceberg.logstore.kafka import committed_positions, watermarks
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=0.0, help="give up after this many seconds (0: never)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    config = load_ingest_config(args.config, _overrides(args.set))
+    config = pin_catalog(load_ingest_config(args.config, _overrides(args.set)))
     plan = prepare(config)
     if args.until_caught_up and caught_up(config):
         log.info("%s: table and LogStore already hold everything in %s; nothing to run", config.job_name, config.source.topic)
