@@ -51,7 +51,7 @@ class ResumePlan:
 
 def load_table(config: IngestConfig, *, create: bool = False) -> MixedTable:
     """The target table; created from ``create-table`` when missing and ``create`` is set."""
-    catalog = load_catalog(config.catalog, config_path=config.catalog_config)
+    catalog = load_catalog(config.catalog, config_path=config.catalog_config, **config.catalog_properties)
     try:
         return catalog.load_table(config.table)
     except NoSuchTableError:
