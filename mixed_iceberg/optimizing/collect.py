@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pyiceberg.expressions import BooleanExpression
-from pyiceberg.manifest import DataFile, DataFileContent
+from pyiceberg.manifest import DataFileContent
 from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
 from mixed_iceberg.basestore.optimized_sequence import BASE_OPTIMIZED_TIME, read_optimized_sequence
 from mixed_iceberg.format import parse_base, parse_change
 from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, PartitionFiles
+from mixed_iceberg.store.delete_files import referenced_data_file
 from mixed_iceberg.store.entries import LiveFile, live_files
 from mixed_iceberg.store.layout import partition_path
 from mixed_iceberg.typedef import DataFileType
@@ -31,7 +32,6 @@ __all__ = ["OPTIMIZING_TYPE", "CollectedTable", "collect"]
 
 #: Summary key of BaseStore snapshots written by the optimizer (minor, major, full).
 OPTIMIZING_TYPE = "mixed-iceberg.optimizing.type"
-_POS_PATH_ID = 2147483546
 
 
 @dataclass(slots=True)
@@ -48,13 +48,6 @@ class CollectedTable:
     delete_files: dict[str, LiveFile] = field(default_factory=dict)
     change_files: dict[str, LiveFile] = field(default_factory=dict)
     records: dict[str, tuple[int, Record]] = field(default_factory=dict)
-
-
-def _referenced_path(delete: DataFile) -> str | None:
-    """The one data file a position-delete file targets, when its bounds say so."""
-    lower = (delete.lower_bounds or {}).get(_POS_PATH_ID)
-    upper = (delete.upper_bounds or {}).get(_POS_PATH_ID)
-    return lower.decode() if lower is not None and lower == upper else None
 
 
 def _created_ms(table: Table) -> int:
@@ -91,7 +84,7 @@ def _base_files(base: Table, files: list[LiveFile], collected: CollectedTable) -
         for delete in by_partition.get(path, []):
             content = delete.data_file.content
             if content == DataFileContent.POSITION_DELETES and delete.sequence_number >= live.sequence_number:
-                target = _referenced_path(delete.data_file)
+                target = referenced_data_file(delete.data_file)
                 if target is None or target == live.data_file.file_path:
                     pos.append(delete)
             elif content == DataFileContent.EQUALITY_DELETES and delete.sequence_number > live.sequence_number:

@@ -29,7 +29,7 @@ from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, merge_latest
 from mixed_iceberg.reader.plan import ChangeFileRef
 from mixed_iceberg.reader.read import filesystem_for, read_base_rows, read_change_rows
 from mixed_iceberg.store.datafiles import data_location
-from mixed_iceberg.store.delete_files import write_position_deletes
+from mixed_iceberg.store.delete_files import referenced_data_file, write_position_deletes
 from mixed_iceberg.store.equality_deletes import read_with_deletes
 from mixed_iceberg.store.layout import split_sized
 from mixed_iceberg.store.writing import write_groups
@@ -39,9 +39,6 @@ if TYPE_CHECKING:
     from mixed_iceberg.table import MixedTable
 
 __all__ = ["TaskOutput", "execute_task"]
-
-_POS_PATH_ID = 2147483546
-
 
 @dataclass(slots=True)
 class TaskOutput:
@@ -88,9 +85,9 @@ def _pos_delete_rows(base: Table, delete: DataFile, target: str) -> pa.Array:
 
 
 def _targets(base: Table, delete: DataFile) -> set[str]:
-    lower = (delete.lower_bounds or {}).get(_POS_PATH_ID)
-    if lower is not None and lower == (delete.upper_bounds or {}).get(_POS_PATH_ID):
-        return {lower.decode()}
+    target = referenced_data_file(delete)
+    if target is not None:
+        return {target}
     return set(pc.unique(_read_columns(base, delete.file_path, ["file_path"]).column("file_path")).to_pylist())
 
 

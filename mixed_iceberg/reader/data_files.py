@@ -11,6 +11,7 @@ task that has any is left to pyiceberg whole.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -26,8 +27,10 @@ from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.table import FileScanTask, Table
 
 from mixed_iceberg.exceptions import CorruptTableError
+from mixed_iceberg.reader.merge import keep_rows
+from mixed_iceberg.store.delete_files import referenced_data_file
 
-__all__ = ["deleted_positions", "filesystem_for", "read_data_files", "read_positional"]
+__all__ = ["deleted_positions", "filesystem_for", "read_data_files", "read_positional", "read_unmasked"]
 
 _FILE_PATH = "file_path"
 _POS = "pos"
@@ -41,19 +44,42 @@ def filesystem_for(io: FileIO, path: str) -> tuple[pa.fs.FileSystem, str]:
 
 
 def deleted_positions(store: Table, delete_files: Iterable[DataFile]) -> dict[str, npt.NDArray[np.int64]]:
-    """Deleted row positions per data file path, from position delete files."""
-    paths = [d.file_path for d in delete_files]
-    if not paths:
+    """Deleted row positions per data file path, from position delete files.
+
+    Files whose ``file_path`` bounds name one data file (every file the optimizer writes) are
+    read for ``pos`` only, in one scan split by their record counts; others are read whole.
+
+    Raises:
+        CorruptTableError: delete files hold another number of rows than their manifests say.
+    """
+    files = list(delete_files)
+    if not files:
         return {}
-    filesystem, _ = filesystem_for(store.io, paths[0])
-    local = [filesystem_for(store.io, path)[1] for path in paths]
-    rows = ds.dataset(local, format="parquet", filesystem=filesystem).to_table(columns=[_FILE_PATH, _POS])
-    encoded = rows.column(_FILE_PATH).combine_chunks().dictionary_encode()
-    codes = encoded.indices.to_numpy(zero_copy_only=False)
-    positions = rows.column(_POS).to_numpy()
-    order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(encoded.dictionary) + 1))
-    return {str(path): positions[order[bounds[i] : bounds[i + 1]]] for i, path in enumerate(encoded.dictionary.to_pylist())}
+    filesystem, _ = filesystem_for(store.io, files[0].file_path)
+    pieces: dict[str, list[npt.NDArray[np.int64]]] = defaultdict(list)
+    targeted = [(d, target) for d in files if (target := referenced_data_file(d)) is not None]
+    if targeted:
+        local = [filesystem_for(store.io, d.file_path)[1] for d, _ in targeted]
+        positions = ds.dataset(local, format="parquet", filesystem=filesystem).to_table(columns=[_POS]).column(_POS)
+        counts = np.fromiter((d.record_count for d, _ in targeted), dtype=np.int64, count=len(targeted))
+        if len(positions) != int(counts.sum()):
+            raise CorruptTableError(
+                f"{'.'.join(store.name())}: position-delete files hold {len(positions)} rows; "
+                f"their manifests say {int(counts.sum())}"
+            )
+        for (_, target), chunk in zip(targeted, np.split(positions.to_numpy(), np.cumsum(counts)[:-1]), strict=True):
+            pieces[target].append(chunk)
+    shared = [filesystem_for(store.io, d.file_path)[1] for d in files if referenced_data_file(d) is None]
+    if shared:
+        rows = ds.dataset(shared, format="parquet", filesystem=filesystem).to_table(columns=[_FILE_PATH, _POS])
+        encoded = rows.column(_FILE_PATH).combine_chunks().dictionary_encode()
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        positions = rows.column(_POS).to_numpy()
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(encoded.dictionary) + 1))
+        for i, path in enumerate(encoded.dictionary.to_pylist()):
+            pieces[str(path)].append(positions[order[bounds[i] : bounds[i + 1]]])
+    return {path: chunks[0] if len(chunks) == 1 else np.concatenate(chunks) for path, chunks in pieces.items()}
 
 
 def _only_position_deletes(task: FileScanTask) -> bool:
@@ -78,8 +104,27 @@ def read_data_files(store: Table, tasks: Sequence[FileScanTask], projected: Sche
 def read_positional(store: Table, tasks: Sequence[FileScanTask], projected: Schema) -> tuple[pa.Table, npt.NDArray[np.int64]]:
     """Every surviving row of ``tasks`` (no filter; position deletes only), and how many per task.
 
-    One ``ArrowScan`` reads all files in parallel; rows keep task order, so per-file constants
-    can be attached with ``np.repeat(values, counts)``.
+    One scan reads all files in parallel; rows keep task order, so per-file constants can be
+    attached with ``np.repeat(values, counts)``.
+
+    Raises:
+        ValueError: a task carries equality deletes.
+        CorruptTableError: a file's row count disagrees with its manifest.
+    """
+    rows, keep = read_unmasked(store, tasks, projected)
+    counts = np.fromiter((t.file.record_count for t in tasks), dtype=np.int64, count=len(tasks))
+    if keep is None:
+        return rows, counts
+    kept = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+    ends = np.cumsum(counts)
+    return keep_rows(rows, keep), kept[ends] - kept[ends - counts]
+
+
+def read_unmasked(
+    store: Table, tasks: Sequence[FileScanTask], projected: Schema
+) -> tuple[pa.Table, npt.NDArray[np.bool_] | None]:
+    """Every row of ``tasks``' files in task order, deleted ones included, and which rows survive
+    their position deletes (``None``: all do). Lets a caller filter once for several reasons.
 
     Raises:
         ValueError: a task carries equality deletes.
@@ -88,24 +133,22 @@ def read_positional(store: Table, tasks: Sequence[FileScanTask], projected: Sche
     if not all(_only_position_deletes(t) for t in tasks):
         raise ValueError("read_positional applies position deletes only; a task carries equality deletes")
     rows = _read_whole(store, tasks, projected)
-    counts = np.fromiter((t.file.record_count for t in tasks), dtype=np.int64, count=len(tasks))
-    if rows.num_rows != int(counts.sum()):
+    counts = [t.file.record_count for t in tasks]
+    if rows.num_rows != sum(counts):
         raise CorruptTableError(
-            f"{'.'.join(store.name())}: data files hold {rows.num_rows} rows; their manifests say {int(counts.sum())}"
+            f"{'.'.join(store.name())}: data files hold {rows.num_rows} rows; their manifests say {sum(counts)}"
         )
     deleted = deleted_positions(store, {d for t in tasks for d in t.delete_files})
     if not deleted:
-        return rows, counts
+        return rows, None
     keep = np.ones(rows.num_rows, dtype=bool)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    survivors = counts.copy()
-    for i, (task, start, count) in enumerate(zip(tasks, starts.tolist(), counts.tolist(), strict=True)):
+    start = 0
+    for task, count in zip(tasks, counts, strict=True):
         positions = deleted.get(task.file.file_path)
         if positions is not None:
-            gone = np.unique(positions[(positions >= 0) & (positions < count)])
-            keep[start + gone] = False
-            survivors[i] = count - len(gone)
-    return rows.filter(pa.array(keep)), survivors
+            keep[start + positions[(positions >= 0) & (positions < count)]] = False
+        start += count
+    return rows, keep
 
 
 def _read_whole(store: Table, tasks: Sequence[FileScanTask], projected: Schema) -> pa.Table:

@@ -21,12 +21,12 @@ from pyiceberg.manifest import DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
 
-from mixed_iceberg.reader.data_files import filesystem_for, read_data_files, read_positional
-from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, PART, pack_lsn
+from mixed_iceberg.reader.data_files import filesystem_for, read_data_files, read_positional, read_unmasked
+from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, PART, keep_rows, pack_lsn
 from mixed_iceberg.reader.plan import ChangeFileRef
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
 
-__all__ = ["filesystem_for", "read_base_rows", "read_change_rows"]
+__all__ = ["filesystem_for", "is_full_read", "read_base_rows", "read_base_unmasked", "read_change_rows"]
 
 _FRAGMENT = "__fragment_index"
 
@@ -75,6 +75,29 @@ def _has_equality_deletes(task: FileScanTask) -> bool:
     return any(d.content == DataFileContent.EQUALITY_DELETES for d in task.delete_files)
 
 
+def is_full_read(tasks: Sequence[FileScanTask], row_filter: BooleanExpression) -> bool:
+    """Whether ``tasks`` can be read whole in one scan: no filter, no equality deletes."""
+    return bool(tasks) and isinstance(row_filter, AlwaysTrue) and not any(_has_equality_deletes(t) for t in tasks)
+
+
+def read_base_unmasked(
+    base: Table, groups: Sequence[tuple[int, int, list[FileScanTask]]], projected: Schema, *, with_partition: bool
+) -> tuple[pa.Table, npt.NDArray[np.bool_] | None]:
+    """Every row of a full read (:func:`is_full_read`) tagged with LSN (and PART), position-deleted
+    rows included, with the mask of the rows that survive them (``None``: all), so that a merge
+    can drop both kinds of rows in one pass."""
+    tasks = [task for _, _, group in groups for task in group]
+    rows, keep = read_unmasked(base, tasks, projected)
+    counts = np.fromiter((t.file.record_count for t in tasks), dtype=np.int64, count=len(tasks))
+    tx = np.fromiter((tx for tx, _, group in groups for _ in group), dtype=np.int64, count=len(tasks))
+    lsn = pack_lsn(tx, np.zeros(len(tasks), np.int64)) | BASE_OFFSET
+    rows = rows.append_column(LSN, pa.array(np.repeat(lsn, counts)))
+    if with_partition:
+        part = np.fromiter((part for _, part, group in groups for _ in group), dtype=np.int32, count=len(tasks))
+        rows = rows.append_column(PART, pa.array(np.repeat(part, counts)))
+    return rows, keep
+
+
 def read_base_rows(
     base: Table,
     groups: Sequence[tuple[int, int, list[FileScanTask]]],
@@ -82,19 +105,21 @@ def read_base_rows(
     row_filter: BooleanExpression,
     *,
     with_partition: bool,
+    tagged: bool = True,
 ) -> pa.Table:
-    """Rows of base files grouped as (transaction id, partition ordinal, tasks), tagged."""
+    """Rows of base files grouped as (transaction id, partition ordinal, tasks), tagged with LSN
+    and PART (``with_partition``) unless ``tagged`` is false: no delete can apply to them."""
     tasks = [task for _, _, group in groups for task in group]
-    if tasks and isinstance(row_filter, AlwaysTrue) and not any(_has_equality_deletes(t) for t in tasks):
-        # A full read: every file in one parallel scan, constants attached by surviving row counts.
-        rows, counts = read_positional(base, tasks, projected)
-        tx = np.fromiter((tx for tx, _, group in groups for _ in group), dtype=np.int64, count=len(tasks))
-        lsn = pack_lsn(np.repeat(tx, counts), np.zeros(rows.num_rows, np.int64)) | BASE_OFFSET
-        rows = rows.append_column(LSN, pa.array(lsn))
-        if with_partition:
-            part = np.fromiter((part for _, part, group in groups for _ in group), dtype=np.int32, count=len(tasks))
-            rows = rows.append_column(PART, pa.array(np.repeat(part, counts)))
-        return rows
+    full = is_full_read(tasks, row_filter)
+    if not tagged:
+        if full:
+            return read_positional(base, tasks, projected)[0]
+        if tasks:
+            return read_data_files(base, tasks, projected, row_filter)
+        return arrow_schema(projected, field_ids=False).empty_table()
+    if full:
+        rows, keep = read_base_unmasked(base, groups, projected, with_partition=with_partition)
+        return rows if keep is None else keep_rows(rows, keep)
     tables = []
     for transaction_id, partition, tasks in groups:
         rows = read_data_files(base, tasks, projected, row_filter)

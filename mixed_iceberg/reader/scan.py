@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.table import FileScanTask
@@ -19,9 +20,9 @@ from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
 from mixed_iceberg.exceptions import NoSuchTableError
 from mixed_iceberg.format import parse_base
 from mixed_iceberg.reader.filters import split_filter
-from mixed_iceberg.reader.merge import merge_latest
-from mixed_iceberg.reader.plan import PartitionIndex, plan_change_files
-from mixed_iceberg.reader.read import read_base_rows, read_change_rows
+from mixed_iceberg.reader.merge import LSN, merge_latest
+from mixed_iceberg.reader.plan import ChangeFileRef, PartitionIndex, plan_change_files
+from mixed_iceberg.reader.read import is_full_read, read_base_rows, read_base_unmasked, read_change_rows
 from mixed_iceberg.store.entries import live_files, plan_scan_tasks
 from mixed_iceberg.store.equality_deletes import scan_with_equality_deletes
 from mixed_iceberg.store.layout import partition_path
@@ -121,12 +122,45 @@ class MixedScan:
             base_groups[(meta.transaction_id, partitions.ordinal(partition_path(base, task.file)))].append(task)
         projected = schema.select(*needed, case_sensitive=self.case_sensitive)
         groups = [(tx, part, tasks) for (tx, part), tasks in base_groups.items()]
-        data = read_base_rows(base, groups, projected, self.filter.full, with_partition=partitioned)
         change = table.change_store
-        if change is None or not keys:
+        refs = self._change_refs(partitions) if keys else []
+        # Without change deletes nothing is removed by key: base rows need no LSN.
+        merging = any(ref.is_delete for ref in refs)
+        keep = None
+        if merging and is_full_read([t for _, _, tasks in groups for t in tasks], self.filter.full):
+            # Position-deleted rows stay in until the merge: one filter drops both kinds.
+            data, keep = read_base_unmasked(base, groups, projected, with_partition=partitioned)
+        else:
+            data = read_base_rows(
+                base, groups, projected, self.filter.full, with_partition=partitioned and merging, tagged=merging
+            )
+        if change is None or not refs:
             return data.select(output)
-        optimized = read_optimized_sequence(base, self.base_snapshot)
-        refs = plan_change_files(
+        inserts = read_change_rows(
+            change.io,
+            schema,
+            [r for r in refs if not r.is_delete],
+            needed,
+            self.filter.full,
+            with_partition=partitioned and merging,
+        )
+        if not merging:
+            inserts = inserts.drop_columns([LSN])
+            return pa.concat_tables([data.select(inserts.column_names), inserts], promote_options="permissive").select(output)
+        deletes = read_change_rows(
+            change.io, schema, [r for r in refs if r.is_delete], keys, self.filter.keys, with_partition=partitioned
+        )
+        if keep is not None:
+            keep = np.concatenate([keep, np.ones(inserts.num_rows, dtype=bool)])
+        data = pa.concat_tables([data.select(inserts.column_names), inserts], promote_options="permissive")
+        return merge_latest(data, deletes, keys, keep).select(output)
+
+    def _change_refs(self, partitions: PartitionIndex) -> list[ChangeFileRef]:
+        """ChangeStore files above their partition's optimized sequence that may match the filter."""
+        change = self.table.change_store
+        if change is None:
+            return []
+        return plan_change_files(
             change,
             live_files(
                 change,
@@ -136,13 +170,5 @@ class MixedScan:
                 case_sensitive=self.case_sensitive,
             ),
             partitions,
-            optimized,
+            read_optimized_sequence(self.table.base_store, self.base_snapshot),
         )
-        inserts = read_change_rows(
-            change.io, schema, [r for r in refs if not r.is_delete], needed, self.filter.full, with_partition=partitioned
-        )
-        deletes = read_change_rows(
-            change.io, schema, [r for r in refs if r.is_delete], keys, self.filter.keys, with_partition=partitioned
-        )
-        data = pa.concat_tables([data.select(inserts.column_names), inserts], promote_options="permissive")
-        return merge_latest(data, deletes, keys).select(output)

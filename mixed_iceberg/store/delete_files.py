@@ -60,12 +60,26 @@ __all__ = [
     "POSITION_DELETE_SCHEMA",
     "POS_FIELD_ID",
     "DeleteManifestWriter",
+    "referenced_data_file",
     "stage_rewrite",
     "write_position_deletes",
 ]
 
 FILE_PATH_FIELD_ID = 2147483546
 POS_FIELD_ID = 2147483545
+
+
+
+def referenced_data_file(delete: DataFile) -> str | None:
+    """The one data file every row of a position-delete file points at, when its ``file_path``
+    bounds are equal (Iceberg's rule, as Java's ``ContentFileUtil.referencedDataFile``); else None."""
+    if delete.content != DataFileContent.POSITION_DELETES:
+        return None
+    lower = (delete.lower_bounds or {}).get(FILE_PATH_FIELD_ID)
+    if lower is None or lower != (delete.upper_bounds or {}).get(FILE_PATH_FIELD_ID):
+        return None
+    return lower.decode()
+
 
 #: The spec's position-delete schema. pyiceberg's ``POSITIONAL_DELETE_SCHEMA`` is only fit for
 #: reading: both columns are optional there and ``pos`` is an int.

@@ -62,6 +62,16 @@ def live_files(
     """
     if snapshot is None:
         return []
+    if (row_filter is None or isinstance(row_filter, AlwaysTrue)) and (
+        partition_filter is None or isinstance(partition_filter, AlwaysTrue)
+    ):
+        # Nothing to prune: skip the per-file evaluators (8k calls for a 2k-file history).
+        return [
+            LiveFile(data_file, sequence, snapshot_id)
+            for manifest in snapshot.manifests(table.io)
+            for data_file, sequence, snapshot_id in _entries(table, manifest)
+            if keep is None or keep(data_file)
+        ]
     planner = ManifestGroupPlanner(table.metadata, table.io, row_filter or AlwaysTrue(), case_sensitive)
     if partition_filter is not None:
         planner = ManifestGroupPlanner(table.metadata, table.io, partition_filter, case_sensitive)

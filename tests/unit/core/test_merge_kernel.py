@@ -47,3 +47,14 @@ def test_base_rows_survive_deletes_of_older_transactions() -> None:
     data = pa.table({"k": [1], LSN: base_lsn})
     assert merge_latest(data, pa.table({"k": [1], LSN: _lsn([(4, 9)])}), ["k"]).num_rows == 1
     assert merge_latest(data, pa.table({"k": [1], LSN: _lsn([(5, 1)])}), ["k"]).num_rows == 0
+
+
+def test_rows_marked_not_kept_are_dropped_in_the_same_pass_as_deleted_keys() -> None:
+    data = pa.table({"k": [1, 2, 3, 4], "v": [10, 20, 30, 40], LSN: _lsn([(1, 1), (1, 2), (1, 3), (1, 4)])})
+    position_deleted = np.array([True, False, True, True])  # row 2 is gone by position
+    deletes = pa.table({"k": [3], LSN: _lsn([(2, 1)])})
+    out = merge_latest(data, deletes, ["k"], position_deleted)
+    assert out.column("v").to_pylist() == [10, 40]
+    assert position_deleted.tolist() == [True, False, True, True]  # the caller's mask is not changed
+    no_deletes = merge_latest(data, deletes.slice(0, 0), ["k"], position_deleted)
+    assert no_deletes.column("v").to_pylist() == [10, 30, 40]

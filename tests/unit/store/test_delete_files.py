@@ -28,12 +28,13 @@ from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
 from mixed_iceberg.exceptions import CorruptTableError
-from mixed_iceberg.reader.data_files import read_data_files, read_positional
+from mixed_iceberg.reader.data_files import deleted_positions, read_data_files, read_positional
 from mixed_iceberg.store.datafiles import write_data_file
 from mixed_iceberg.store.delete_files import (
     FILE_PATH_FIELD_ID,
     POS_FIELD_ID,
     POSITION_DELETE_SCHEMA,
+    referenced_data_file,
     stage_rewrite,
     write_position_deletes,
 )
@@ -636,6 +637,33 @@ def test_positional_read_maps_columns_by_field_id_after_a_rename(tmp_path: Path)
     rows, counts = read_positional(table, list(table.scan().plan_files()), table.schema())
     assert counts.tolist() == [2]
     assert rows.column("value").to_pylist() == [10, 30]
+
+
+def test_deleted_positions_match_the_delete_files_rows_for_targeted_and_shared_files(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    first = _data_file(table, [(i, "a", "x", i) for i in range(6)])
+    second = _data_file(table, [(10 + i, "b", "x", i) for i in range(3)])
+    targeted = _pos_deletes(table, [(first, 1), (first, 4)])
+    shared = _pos_deletes(table, [(first, 2), (second, 0), (second, 2)])
+    assert referenced_data_file(targeted) == first.file_path  # read for positions only
+    assert referenced_data_file(shared) is None  # read with its file_path column
+    expected: dict[str, set[int]] = {}
+    for delete in (targeted, shared):
+        for row in pq.read_table(delete.file_path.removeprefix("file://")).to_pylist():
+            expected.setdefault(row["file_path"], set()).add(row["pos"])
+    found = deleted_positions(table, [shared, targeted])
+    assert {path: set(positions.tolist()) for path, positions in found.items()} == expected
+
+
+def test_deleted_positions_refuse_a_targeted_file_whose_row_count_disagrees(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    data = _data_file(table, [(i, "a", "x", i) for i in range(6)])
+    delete = _pos_deletes(table, [(data, 1), (data, 4)])
+    # the file is replaced underneath its manifest entry by one with a row fewer
+    local = delete.file_path.removeprefix("file://")
+    pq.write_table(pq.read_table(local).slice(0, 1), local)
+    with pytest.raises(CorruptTableError, match="hold 1 rows; their manifests say 2"):
+        deleted_positions(table, [delete])
 
 
 def test_masked_read_refuses_files_whose_row_count_disagrees_with_the_manifest(tmp_path: Path) -> None:
