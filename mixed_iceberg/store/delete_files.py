@@ -69,7 +69,6 @@ FILE_PATH_FIELD_ID = 2147483546
 POS_FIELD_ID = 2147483545
 
 
-
 def referenced_data_file(delete: DataFile) -> str | None:
     """The one data file every row of a position-delete file points at, when its ``file_path``
     bounds are equal (Iceberg's rule, as Java's ``ContentFileUtil.referencedDataFile``); else None."""
