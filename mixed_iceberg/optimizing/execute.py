@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TaskOutput", "execute_task"]
 
+
 @dataclass(slots=True)
 class TaskOutput:
     """Files a task wrote and files it makes obsolete, with its counts."""
