@@ -65,16 +65,21 @@ def merge_latest(data: pa.Table, deletes: pa.Table, keys: Sequence[str], keep: n
     internal = [c for c in (LSN, PART) if c in data.column_names]
     keep = np.ones(data.num_rows, dtype=bool) if keep is None else keep.copy()
     if deletes.num_rows == 0 or data.num_rows == 0:
-        return keep_rows(data, keep).drop_columns(internal)
+        return keep_rows(data.drop_columns(internal), keep)
     join_keys = [*keys, *([PART] if PART in data.column_names else [])]
     newest = deletes.select([*join_keys, LSN]).group_by(join_keys, use_threads=True).aggregate([(LSN, "max")])
     newest = newest.rename_columns([*join_keys, _MAX])
-    probe = data.select([*join_keys, LSN]).append_column(_ROW, pa.array(np.arange(data.num_rows, dtype=np.int64)))
-    if len(keys) == 1:
-        # Most rows have no delete at all: probe only those whose key occurs among deletes.
-        candidate = pc.is_in(probe.column(keys[0]), value_set=newest.column(keys[0]).combine_chunks())
-        probe = probe.filter(candidate)
-    hits = probe.join(newest, keys=join_keys, join_type="inner", use_threads=True)
-    dropped = hits.filter(pc.greater(hits.column(_MAX), hits.column(LSN))).column(_ROW)
-    keep[dropped.to_numpy()] = False
-    return keep_rows(data, keep).drop_columns(internal)
+    partitioned = PART in data.column_names
+    if len(keys) == 1 and (not partitioned or pc.count_distinct(newest.column(keys[0])).as_py() == newest.num_rows):
+        # One delete row per key: look each data row's key up (no join, no row ids).
+        slot = pc.index_in(data.column(keys[0]), value_set=newest.column(keys[0]).combine_chunks())
+        newer = pc.greater(newest.column(_MAX).combine_chunks().take(slot), data.column(LSN))
+        if partitioned:
+            newer = pc.and_(newer, pc.equal(newest.column(PART).combine_chunks().take(slot), data.column(PART)))
+        keep &= ~pc.fill_null(newer, False).to_numpy(zero_copy_only=False)
+    else:
+        probe = data.select([*join_keys, LSN]).append_column(_ROW, pa.array(np.arange(data.num_rows, dtype=np.int64)))
+        hits = probe.join(newest, keys=join_keys, join_type="inner", use_threads=True)
+        dropped = hits.filter(pc.greater(hits.column(_MAX), hits.column(LSN))).column(_ROW)
+        keep[dropped.to_numpy()] = False
+    return keep_rows(data.drop_columns(internal), keep)

@@ -58,3 +58,12 @@ def test_rows_marked_not_kept_are_dropped_in_the_same_pass_as_deleted_keys() -> 
     assert position_deleted.tolist() == [True, False, True, True]  # the caller's mask is not changed
     no_deletes = merge_latest(data, deletes.slice(0, 0), ["k"], position_deleted)
     assert no_deletes.column("v").to_pylist() == [10, 30, 40]
+
+
+def test_a_key_deleted_in_two_partitions_is_judged_per_partition() -> None:
+    # key 1 lives in partitions 0 and 1; its delete in 0 is newer than the row, in 1 older
+    data = pa.table(
+        {"k": [1, 1, 2], "v": [10, 11, 20], LSN: _lsn([(3, 1), (3, 2), (3, 3)]), PART: pa.array([0, 1, 0], pa.int32())}
+    )
+    deletes = pa.table({"k": [1, 1], LSN: _lsn([(4, 1), (2, 1)]), PART: pa.array([0, 1], pa.int32())})
+    assert merge_latest(data, deletes, ["k"]).column("v").to_pylist() == [11, 20]
