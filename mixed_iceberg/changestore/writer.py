@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,10 +54,6 @@ class WriterIdentity:
         )
 
 
-def _namer(writer: WriterIdentity, file_type: DataFileType, transaction_id: int) -> Callable[[RowGroup], str]:
-    return lambda group: writer.file_name(group.node, file_type, transaction_id)
-
-
 def write_change_files(
     store: Table,
     rows: pa.Table,
@@ -76,10 +72,14 @@ def write_change_files(
     schema = store.schema()
     file_schema = Schema(*schema.fields, FILE_OFFSET_FIELD, schema_id=schema.schema_id)
     rows = pa.Table.from_arrays(rows.columns, schema=change_file_schema(schema))
-    files: list[DataFile] = []
+    # Insert and delete files go to the writer threads together: one batch of up to
+    # 2 x buckets files instead of two batches, each waiting for its slowest file.
+    groups: list[RowGroup] = []
+    types: dict[int, DataFileType] = {}
     for mask, file_type in ((insert_mask, DataFileType.INSERT_FILE), (delete_mask, DataFileType.EQ_DELETE_FILE)):
         if not mask.any():
             continue
-        groups = split_rows(store, rows.filter(pa.array(mask)), primary_key, buckets)
-        files += write_groups(store, groups, file_schema, _namer(writer, file_type, transaction_id))
-    return files
+        for group in split_rows(store, rows.filter(pa.array(mask)), primary_key, buckets):
+            types[id(group)] = file_type
+            groups.append(group)
+    return write_groups(store, groups, file_schema, lambda group: writer.file_name(group.node, types[id(group)], transaction_id))
