@@ -8,6 +8,15 @@ known, and a commit keeps the metadata it wrote. Conflict checks are unchanged: 
 still loads the current location from the database, validates its requirements against
 that metadata, and swaps the location with the database's compare-and-set.
 
+Loading a table reads only its metadata location, through SQLAlchemy Core rather than an ORM
+session (a refresh that finds nothing new was 1.5 ms of ORM work inside a commit). A commit
+first runs pyiceberg's commit with the committing table standing for the current one (the
+commit path has just refreshed it): pyiceberg's compare-and-set on the metadata location then
+proves it was current, and the SELECT pyiceberg runs first to find the current table is
+skipped. When the swap finds another location, the metadata file that attempt wrote is
+deleted (nothing references it) and pyiceberg's commit runs again as usual: load the current
+metadata, validate the requirements against it, swap.
+
 A SQLite catalog (the embedded default) runs in WAL mode with ``synchronous=NORMAL``: readers
 and the one writer no longer block each other across processes (ingest and optimizer jobs
 share the file), and a commit costs no fsync of the journal. A crash of the process loses
@@ -16,24 +25,30 @@ nothing committed; a power loss may lose the last commits but never corrupts the
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from pyiceberg.catalog import Catalog
-from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
-from pyiceberg.io import load_file_io
+from pyiceberg.catalog.sql import ICEBERG_TABLE_TYPE, IcebergTables, SqlCatalog
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.serializers import FromInputFile
 from pyiceberg.table import CommitTableResponse, StagedTable, Table
 from pyiceberg.table.locations import load_location_provider
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import TableRequirement, TableUpdate
 from pyiceberg.typedef import Identifier
-from sqlalchemy import event
+from sqlalchemy import Select, bindparam, event, select
 
+from mixed_iceberg.catalog.metadata_json import write_metadata
 from mixed_iceberg.compat import updated_metadata
 
 __all__ = ["MetadataCache", "SqlCatalogWithCache"]
+
+log = logging.getLogger(__name__)
 
 
 class MetadataCache:
@@ -80,21 +95,54 @@ class SqlCatalogWithCache(SqlCatalog):
     def __init__(self, name: str, **properties: str) -> None:
         super().__init__(name, **properties)
         self.metadata_cache = MetadataCache()
+        self._location_query = self._build_location_query()
+        self._attempts = threading.local()  # the commit attempt of this thread, if any
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
             self.engine.dispose()  # pooled connections were opened before the listener
+
+    @staticmethod
+    def _write_metadata(metadata: TableMetadata, io: FileIO, metadata_path: str) -> None:
+        write_metadata(metadata, io, metadata_path)  # pyiceberg's bytes, history serialised once
+
+    def _build_location_query(self) -> Select[str | None]:
+        query = select(IcebergTables.metadata_location).where(
+            IcebergTables.catalog_name == self.name,
+            IcebergTables.table_namespace == bindparam("namespace"),
+            IcebergTables.table_name == bindparam("name"),
+        )
+        if self._schema_version == "v1":  # as pyiceberg's load_table: views are not tables
+            query = query.where((IcebergTables.iceberg_type == ICEBERG_TABLE_TYPE) | (IcebergTables.iceberg_type.is_(None)))
+        return query
+
+    def load_table(self, identifier: str | Identifier) -> Table:
+        """Load a table: one query for its metadata location, parsed metadata from the cache."""
+        attempt: _Attempt | None = getattr(self._attempts, "current", None)
+        if attempt is not None and not attempt.loaded and attempt.table.name() == Catalog.identifier_to_tuple(identifier):
+            attempt.loaded = True  # pyiceberg's commit_table loading the table it commits
+            return attempt.table
+        namespace = Catalog.namespace_to_string(Catalog.namespace_from(identifier))
+        name = Catalog.table_name_from(identifier)
+        with self.engine.connect() as connection:
+            location = connection.execute(self._location_query, {"namespace": namespace, "name": name}).scalar()
+        if not location:
+            return super().load_table(identifier)  # pyiceberg's path raises its NoSuchTableError
+        return self._table_at(namespace, name, location)
 
     def _convert_orm_to_iceberg(self, orm_table: IcebergTables) -> Table:
         location = orm_table.metadata_location
         if not location or not orm_table.table_namespace or not orm_table.table_name:
             return super()._convert_orm_to_iceberg(orm_table)  # raises the usual NoSuchTableError
+        return self._table_at(orm_table.table_namespace, orm_table.table_name, location)
+
+    def _table_at(self, namespace: str, name: str, location: str) -> Table:
         metadata = self.metadata_cache.get(location)
         if metadata is None:
             io = load_file_io(properties=self.properties, location=location)
             metadata = FromInputFile.table_metadata(io.new_input(location))
             self.metadata_cache.put(location, metadata)
         return Table(
-            identifier=(*Catalog.identifier_to_tuple(orm_table.table_namespace), orm_table.table_name),
+            identifier=(*Catalog.identifier_to_tuple(namespace), name),
             metadata=metadata,
             metadata_location=location,
             io=self._load_file_io(metadata.properties, location),
@@ -116,6 +164,9 @@ class SqlCatalogWithCache(SqlCatalog):
         version = self._parse_metadata_version(current_table.metadata_location) + 1
         provider = load_location_provider(metadata.location, metadata.properties)
         location = provider.new_table_metadata_file_location(version)
+        attempt: _Attempt | None = getattr(self._attempts, "current", None)
+        if attempt is not None and current_table is attempt.table:
+            attempt.staged_location = location
         return StagedTable(
             identifier=table_identifier,
             metadata=metadata,
@@ -127,6 +178,54 @@ class SqlCatalogWithCache(SqlCatalog):
     def commit_table(
         self, table: Table, requirements: tuple[TableRequirement, ...], updates: tuple[TableUpdate, ...]
     ) -> CommitTableResponse:
-        response = super().commit_table(table, requirements, updates)
+        response = self._commit_on_top_of(table, requirements, updates)
+        if response is None:
+            response = super().commit_table(table, requirements, updates)
         self.metadata_cache.put(response.metadata_location, response.metadata)
         return response
+
+    def _commit_on_top_of(
+        self, table: Table, requirements: tuple[TableRequirement, ...], updates: tuple[TableUpdate, ...]
+    ) -> CommitTableResponse | None:
+        """pyiceberg's commit, with ``table`` standing for the current table; None if it is not.
+
+        None when the swap finds another metadata location, when a requirement fails against
+        ``table``'s metadata, or when the updates change nothing (then no swap proves that
+        ``table`` is current): pyiceberg's path then loads the current metadata and judges the
+        requirements against it.
+        """
+        if not table.metadata_location or not updates:
+            return None
+        attempt = _Attempt(table)
+        previous = getattr(self._attempts, "current", None)
+        self._attempts.current = attempt
+        try:
+            response = super().commit_table(table, requirements, updates)
+        except CommitFailedException:
+            if attempt.staged_location is not None:
+                # The swap proves that no catalog row points at the file it wrote (if any).
+                _delete_quietly(table.io, attempt.staged_location)
+            return None
+        finally:
+            self._attempts.current = previous
+        if not attempt.loaded or response.metadata_location != attempt.staged_location:
+            return None
+        return response
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """One commit attempt on top of ``table``: whether pyiceberg loaded it, where it staged."""
+
+    table: Table
+    loaded: bool = False
+    staged_location: str | None = None
+
+
+def _delete_quietly(io: FileIO, location: str) -> None:
+    try:
+        io.delete(location)
+    except FileNotFoundError:  # the requirements failed before anything was written
+        pass
+    except OSError:  # best effort: orphan cleaning removes what is left
+        log.warning("could not delete unused metadata file %s", location, exc_info=True)

@@ -1,0 +1,95 @@
+"""Table metadata JSON, serialised without re-serialising the history on every commit.
+
+Every commit writes a new metadata file holding every snapshot, the snapshot log and the
+metadata log: pyiceberg serialises all of them again each time (1.4 ms at 225 snapshots,
+growing with the history). Snapshots and log entries are immutable and shared between
+successive metadata objects (``compat.updated_metadata`` keeps them), so each one's JSON is
+kept by object identity and only new entries are serialised. The bytes are pyiceberg's own:
+the rest of the metadata is serialised by pydantic with the three lists empty, and the kept
+fragments are spliced in where the empty lists are.
+
+Format v1 metadata (whose snapshots are rewritten on the way out) and pyiceberg's
+``legacy-current-snapshot-id`` setting take pyiceberg's path.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from pyiceberg.io import FileIO
+from pyiceberg.serializers import Compressor, ToOutputFile
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.utils.config import Config
+
+__all__ = ["FragmentCache", "metadata_json", "write_metadata"]
+
+_LISTS = (("snapshots", "snapshots"), ("snapshot_log", "snapshot-log"), ("metadata_log", "metadata-log"))
+
+
+class FragmentCache:
+    """JSON of immutable metadata entries by object identity, the newest ``capacity`` of them."""
+
+    def __init__(self, capacity: int = 20_000) -> None:
+        self._capacity = capacity
+        # id -> (the object, kept alive so that its id is not reused while cached; its JSON)
+        self._entries: OrderedDict[int, tuple[Any, str]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def joined(self, items: list[Any]) -> str:
+        """``[item, ...]`` as pydantic writes it inside the metadata."""
+        parts: list[str] = []
+        fresh: list[tuple[Any, str]] = []
+        with self._lock:
+            entries = self._entries
+            for item in items:
+                found = entries.get(id(item))
+                if found is not None and found[0] is item:
+                    parts.append(found[1])
+                else:
+                    text = item.model_dump_json(exclude_none=True)
+                    fresh.append((item, text))
+                    parts.append(text)
+            self.hits += len(items) - len(fresh)
+            self.misses += len(fresh)
+            for item, text in fresh:
+                entries[id(item)] = (item, text)
+            while len(entries) > self._capacity:
+                entries.popitem(last=False)
+        return "[" + ",".join(parts) + "]"
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_fragments = FragmentCache()
+
+
+def metadata_json(metadata: TableMetadata, fragments: FragmentCache | None = None) -> str:
+    """The metadata's JSON, equal to pyiceberg's ``metadata.model_dump_json(exclude_none=True)``."""
+    if metadata.format_version == 1:
+        return metadata.model_dump_json(exclude_none=True)
+    cache = fragments if fragments is not None else _fragments
+    head = metadata.model_copy(update={field: [] for field, _ in _LISTS}).model_dump_json(exclude_none=True)
+    for field, alias in _LISTS:
+        empty = f'"{alias}":[]'
+        # Property values and names are JSON strings, so an unescaped key followed by an empty
+        # list can only be the field itself; anything else takes pyiceberg's path.
+        if head.count(empty) != 1:
+            return metadata.model_dump_json(exclude_none=True)
+        head = head.replace(empty, f'"{alias}":{cache.joined(getattr(metadata, field))}')
+    return head
+
+
+def write_metadata(metadata: TableMetadata, io: FileIO, metadata_path: str) -> None:
+    """Write ``metadata`` to ``metadata_path`` as pyiceberg's ``Catalog._write_metadata`` does."""
+    if Config().get_bool("legacy-current-snapshot-id"):
+        ToOutputFile.table_metadata(metadata, io.new_output(metadata_path))
+        return
+    output = io.new_output(metadata_path)
+    payload = Compressor.get_compressor(output.location).bytes_compressor()(metadata_json(metadata).encode("utf-8"))
+    with output.create(overwrite=False) as stream:
+        stream.write(payload)
