@@ -90,6 +90,16 @@ class IngestConfig(_Frozen):
     create_table: TableSpec | None = Field(None, alias="create-table")
     flink: dict[str, str] = Field(default_factory=dict, description="extra Flink configuration")
 
+    @property
+    def source_group(self) -> str:
+        """The consumer group whose committed offsets tell the Kafka source where to start."""
+        return f"mixed-iceberg-source.{self.job_name}"
+
+    @property
+    def wakeup_topic(self) -> str:
+        """The job's wake-up topic: read with the source, written only when a writer must fail."""
+        return f"mixed-iceberg-wakeup.{self.job_name}"
+
     def to_json(self) -> str:
         """A compact form to hand to Flink's Python functions."""
         return self.model_dump_json(by_alias=True)

@@ -36,6 +36,7 @@ from pyflink.table.udf import FunctionContext, ScalarFunction, udf
 
 from mixed_iceberg.ingest.config import IngestConfig
 from mixed_iceberg.ingest.metrics import IngestMetrics
+from mixed_iceberg.ingest.runtime import WAKEUP_PARTITION
 
 __all__ = ["IngestFunction", "build_pipeline"]
 
@@ -49,6 +50,9 @@ _DEFAULTS = {
     "python.fn-execution.arrow.batch.size": "10000",
     "python.fn-execution.bundle.size": "100000",
     "python.fn-execution.bundle.time": "500",
+    # Without checkpoints Flink restarts nothing unless told to. A restarted subtask re-reads
+    # from the job's start offsets and its writers drop what the table already holds.
+    "restart-strategy.type": "exponential-delay",
 }
 
 
@@ -63,6 +67,9 @@ class IngestFunction(ScalarFunction):  # type: ignore[misc]
 
         if not logging.getLogger().handlers:
             logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        # A worker's root logger may stop at WARNING (on a cluster the records go to the
+        # TaskManager's log through Beam); the commit lines are INFO.
+        logging.getLogger("mixed_iceberg").setLevel(logging.INFO)
         self._runtime = IngestRuntime(IngestConfig.from_json(self._config_json))
         self._metrics = self._runtime.metrics
         group = function_context.get_metric_group().add_group("mixed_iceberg")
@@ -99,10 +106,14 @@ def _sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def build_pipeline(
-    config: IngestConfig, start_offsets: dict[int, int], jars: list[Path], python: str, *, bounded: bool = False
-) -> StreamExecutionEnvironment:
-    """The job graph: Kafka (SQL, from ``start_offsets``) -> :class:`IngestFunction` (chained) -> blackhole."""
+def build_pipeline(config: IngestConfig, jars: list[Path], python: str, *, bounded: bool = False) -> StreamExecutionEnvironment:
+    """The job graph: Kafka (SQL) -> :class:`IngestFunction` (chained) -> blackhole.
+
+    The source reads the CDC topic and the job's wake-up topic (see
+    :mod:`mixed_iceberg.ingest.runtime`) from the offsets :func:`~mixed_iceberg.ingest.runtime.prepare`
+    committed for ``config.source_group``: Flink's Kafka connector takes specific offsets only
+    for a single topic.
+    """
     flink = Configuration()
     for key, value in _DEFAULTS.items():
         flink.set_string(key, value)
@@ -118,30 +129,33 @@ def build_pipeline(
     env.set_parallelism(config.parallelism)
     t_env = StreamTableEnvironment.create(env)
     source = config.source
-    offsets = ";".join(f"partition:{p},offset:{o}" for p, o in sorted(start_offsets.items()))
     options = {
         "connector": "kafka",
-        "topic": source.topic,
+        "topic": f"{source.topic};{config.wakeup_topic}",
         "properties.bootstrap.servers": source.bootstrap_servers,
         "properties.isolation.level": "read_committed",
         "format": "raw",
-        "scan.startup.mode": "specific-offsets",
-        "scan.startup.specific-offsets": offsets,
         **{f"properties.{k}": v for k, v in source.properties.items()},
+        "scan.startup.mode": "group-offsets",
+        "properties.group.id": config.source_group,
+        # Only partitions created after prepare() have no committed offset: all of theirs is new.
+        "properties.auto.offset.reset": "earliest",
     }
     if bounded:
         options["scan.bounded.mode"] = "latest-offset"
     with_clause = ", ".join(f"{_sql_string(k)} = {_sql_string(v)}" for k, v in options.items())
     t_env.execute_sql(
-        "CREATE TEMPORARY TABLE cdc_source (msg BYTES, kafka_partition INT METADATA FROM 'partition' VIRTUAL, "
+        "CREATE TEMPORARY TABLE cdc_source (msg BYTES, kafka_topic STRING METADATA FROM 'topic' VIRTUAL, "
+        "kafka_partition INT METADATA FROM 'partition' VIRTUAL, "
         f"kafka_offset BIGINT METADATA FROM 'offset' VIRTUAL) WITH ({with_clause})"
     )
     ingest = udf(IngestFunction(config.to_json()), result_type=DataTypes.BIGINT(), func_type="pandas")
     t_env.create_temporary_function("mixed_iceberg_ingest", ingest)
     t_env.execute_sql("CREATE TEMPORARY TABLE mixed_iceberg_discard (n BIGINT) WITH ('connector' = 'blackhole')")
     statements = t_env.create_statement_set()
+    partition = f"CASE WHEN kafka_topic = {_sql_string(config.wakeup_topic)} THEN {WAKEUP_PARTITION} ELSE kafka_partition END"
     statements.add_insert_sql(
-        "INSERT INTO mixed_iceberg_discard SELECT mixed_iceberg_ingest(kafka_partition, kafka_offset, msg) FROM cdc_source"
+        f"INSERT INTO mixed_iceberg_discard SELECT mixed_iceberg_ingest({partition}, kafka_offset, msg) FROM cdc_source"
     )
     statements.attach_as_datastream()
     return env

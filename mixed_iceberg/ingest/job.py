@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = pin_catalog(load_ingest_config(args.config, _overrides(args.set)))
-    plan = prepare(config)
+    prepare(config)
     if args.until_caught_up and caught_up(config):
         log.info("%s: table and LogStore already hold everything in %s; nothing to run", config.job_name, config.source.topic)
         return 0
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("_python_worker_execution_mode", "process")
     from mixed_iceberg.ingest.flink import build_pipeline
 
-    env = build_pipeline(config, plan.start, connector_jars(), sys.executable, bounded=args.bounded)
+    env = build_pipeline(config, connector_jars(), sys.executable, bounded=args.bounded)
     started = time.monotonic()
     if not args.until_caught_up:
         env.execute(config.job_name)

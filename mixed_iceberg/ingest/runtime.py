@@ -8,6 +8,16 @@ in each writer subtask and owns one :class:`PartitionIngestor` per partition it 
 reach it in whatever batches the engine delivers and it buffers them per partition until a
 partition is due (``commit-interval-ms`` since its oldest buffered record, or
 ``commit-max-records``), so a commit's size does not depend on the engine's batch size.
+
+A flusher thread commits due partitions while no records arrive. If such a commit fails, the
+subtask must fail so that Flink's restart strategy restarts it (the restarted writers reopen
+and resume from what the table and the LogStore hold). An exception in a background thread
+fails nothing, and an idle PyFlink worker is never called: the Python function only runs when
+records arrive. So the job's Kafka source also reads a job-private *wake-up* topic (at least
+one partition per subtask, read from its end), and the flusher, after logging the failure,
+writes an empty message to every partition of it: each subtask's function is called, and the
+failed one raises. Wake-ups reach the function with partition ``-1`` and are otherwise
+ignored, also when a restarted subtask reads them again.
 """
 
 from __future__ import annotations
@@ -32,12 +42,23 @@ from mixed_iceberg.ingest.writer import (
     log_position_group,
     log_transactional_id,
 )
-from mixed_iceberg.logstore.kafka import KafkaLogWriter, committed_positions, ensure_topic, watermarks
+from mixed_iceberg.logstore.kafka import (
+    KafkaLogWriter,
+    commit_group_offsets,
+    committed_positions,
+    ensure_partitions,
+    ensure_topic,
+    send_wakeups,
+    watermarks,
+)
 from mixed_iceberg.table import MixedTable
 
-__all__ = ["IngestRuntime", "ResumePlan", "load_table", "prepare"]
+__all__ = ["WAKEUP_PARTITION", "IngestRuntime", "ResumePlan", "load_table", "prepare"]
 
 log = logging.getLogger(__name__)
+
+#: The partition number the pipeline gives records of the wake-up topic.
+WAKEUP_PARTITION = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +117,18 @@ def prepare(config: IngestConfig) -> ResumePlan:
         # Kafka's low watermark where either side has nothing yet (retention may have moved it).
         start[p] = max(marks[p][0], min(o if o is not None else -1 for o in known))
     log.info("resume plan for %s: start=%s table=%s log=%s", source.topic, start, table_next, log_next)
+    _publish_start(config, start)
     return ResumePlan(start, table_next, log_next)
+
+
+def _publish_start(config: IngestConfig, start: dict[int, int]) -> None:
+    """Commit the start offsets for the source's consumer group (the Kafka source starts from
+    them), the wake-up topic's at its end: wake-ups of an earlier run are not read again."""
+    bootstrap = config.source.bootstrap_servers
+    ensure_partitions(bootstrap, config.wakeup_topic, config.parallelism)
+    offsets = {(config.source.topic, p): o for p, o in start.items()}
+    offsets.update({(config.wakeup_topic, p): high for p, (_, high) in watermarks(bootstrap, config.wakeup_topic).items()})
+    commit_group_offsets(bootstrap, config.source_group, offsets)
 
 
 def _log_address(table: MixedTable, config: IngestConfig) -> str:
@@ -119,8 +151,9 @@ class IngestRuntime:
 
     :meth:`ingest` commits one batch of one partition at once; :meth:`buffer` takes records of
     any partitions and commits each partition when it is due. A background flusher
-    (:meth:`start_flusher`) commits due partitions when no records arrive; a failure there is
-    raised by the next :meth:`buffer` call.
+    (:meth:`start_flusher`) commits due partitions when no records arrive; a failure there
+    stops it, wakes every subtask through the wake-up topic and is raised by the next
+    :meth:`buffer` call (see the module docstring).
     """
 
     def __init__(self, config: IngestConfig) -> None:
@@ -183,9 +216,13 @@ class IngestRuntime:
         offsets = np.asarray(offsets, np.int64)
         with self._lock:
             if self._failure is not None:
-                raise RuntimeError(f"{self.table.name}: a background commit failed") from self._failure
+                raise RuntimeError(
+                    f"{self.table.name}: a background commit failed; failing this subtask so that Flink restarts it"
+                ) from self._failure
             now = time.monotonic()
             for partition in np.unique(partitions).tolist():  # a handful of partitions, not rows
+                if partition == WAKEUP_PARTITION:
+                    continue
                 mask = partitions == partition
                 pending = self._pending.setdefault(partition, _Pending(now, int(time.time() * 1000)))
                 pending.offsets.append(offsets[mask])
@@ -214,13 +251,27 @@ class IngestRuntime:
             while not self._stop.wait(period):
                 try:
                     self.flush_due()
-                except Exception as exc:  # the job's boundary: surfaced by the next buffer() call
-                    log.exception("%s: background commit failed", self.table.name)
+                except Exception as exc:  # the job's boundary: fails the subtask, see the module docstring
+                    log.exception(
+                        "%s: background commit failed; waking the job through %s to fail this subtask (Flink then "
+                        "restarts it, and it resumes from what the table and the LogStore hold)",
+                        self.table.name,
+                        self.config.wakeup_topic,
+                    )
                     self._failure = exc
+                    self._wake_up()
                     return
 
         self._flusher = threading.Thread(target=run, name="mixed-iceberg-flusher", daemon=True)
         self._flusher.start()
+
+    def _wake_up(self) -> None:
+        try:
+            send_wakeups(self.config.source.bootstrap_servers, self.config.wakeup_topic)
+        except Exception:  # then the next record fails the subtask
+            log.exception(
+                "%s: could not write to %s; the next record fails this subtask", self.table.name, self.config.wakeup_topic
+            )
 
     def close(self) -> None:
         """Stop the flusher, commit what is buffered (a bounded source ends here; a cancelled

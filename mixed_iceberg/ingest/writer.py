@@ -58,6 +58,8 @@ log = logging.getLogger(__name__)
 SUMMARY_PREFIX = "mixed-iceberg.ingest."
 #: Crash tests only: kill -9 this process right after the n-th table commit (before Kafka's).
 KILL_AFTER_TABLE_COMMIT = "MIXED_ICEBERG_TEST_KILL_AFTER_TABLE_COMMIT"
+#: Failure tests only: a path; the first table commit of the job fails (and creates the file).
+FAIL_FIRST_TABLE_COMMIT = "MIXED_ICEBERG_TEST_FAIL_FIRST_TABLE_COMMIT"
 
 
 def commit_writer_id(job: str, topic: str, partition: int) -> str:
@@ -87,6 +89,17 @@ def committed_offsets(table: MixedTable, job: str, topic: str, partitions: Seque
         raise ValueError(f"{table.name}: ingestion needs a keyed table")
     store.refresh()
     return {p: last_committed_sequence(store, commit_writer_id(job, topic, p)) for p in partitions}
+
+
+def _fail_first_commit_for_tests(table: str) -> None:
+    marker = os.environ.get(FAIL_FIRST_TABLE_COMMIT)
+    if not marker:
+        return
+    try:  # O_EXCL: one failure per job, across subtasks, processes and restarts
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return
+    raise OSError(f"{table}: injected table commit failure ({FAIL_FIRST_TABLE_COMMIT})")
 
 
 def _dead_letter_payloads(dead: DeadLetters, topic: str, partition: int) -> pa.Array:
@@ -234,6 +247,7 @@ class PartitionIngestor:
         }
         if received_ms is not None:
             summary[f"{SUMMARY_PREFIX}received-ms"] = str(received_ms)
+        _fail_first_commit_for_tests(self.table.name)
         started = time.monotonic()
         for attempt in range(self.commit_retries + 1):
             try:

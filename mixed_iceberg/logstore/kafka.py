@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: ignore[attr-defined]
 
 from mixed_iceberg.exceptions import MixedIcebergError
 from mixed_iceberg.logstore.base import LogReader, LogWriter, RawRecords
@@ -32,9 +32,12 @@ from mixed_iceberg.logstore.base import LogReader, LogWriter, RawRecords
 __all__ = [
     "KafkaLogReader",
     "KafkaLogWriter",
+    "commit_group_offsets",
     "committed_positions",
+    "ensure_partitions",
     "ensure_topic",
     "partition_count",
+    "send_wakeups",
     "watermarks",
 ]
 
@@ -62,6 +65,18 @@ def ensure_topic(bootstrap: str, topic: str, partitions: int, config: Mapping[st
     except KafkaException as exc:
         if "TOPIC_ALREADY_EXISTS" not in str(exc):
             raise LogStoreError(f"creating topic {topic}: {exc}") from exc
+
+
+def ensure_partitions(bootstrap: str, topic: str, partitions: int) -> None:
+    """Create ``topic`` with ``partitions``, or grow it to that many (Kafka never shrinks a topic)."""
+    ensure_topic(bootstrap, topic, partitions)
+    if partition_count(bootstrap, topic) >= partitions:
+        return
+    future = _admin(bootstrap).create_partitions([NewPartitions(topic, partitions)])[topic]
+    try:
+        future.result()
+    except KafkaException as exc:
+        raise LogStoreError(f"growing topic {topic} to {partitions} partitions: {exc}") from exc
 
 
 def partition_count(bootstrap: str, topic: str) -> int:
@@ -119,6 +134,46 @@ def committed_positions(bootstrap: str, group: str, topic: str, partitions: list
         return {tp.partition: (tp.offset if tp.offset >= 0 else None) for tp in found}
     finally:
         consumer.close()
+
+
+def commit_group_offsets(bootstrap: str, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+    """Commit ``{(topic, partition): offset}`` for consumer group ``group``, which must have no
+    active members (the ingest job's source group: Flink's Kafka source assigns, never joins)."""
+    consumer = _consumer(bootstrap, group)
+    wanted = [TopicPartition(topic, p, o) for (topic, p), o in sorted(offsets.items())]
+    deadline = time.monotonic() + _TIMEOUT
+    try:
+        while True:
+            try:
+                done = consumer.commit(offsets=wanted, asynchronous=False) or []
+                failed = [tp for tp in done if tp.error is not None]
+                if not failed:
+                    return
+                raise LogStoreError(
+                    f"committing offsets of group {group}: {failed[0].error} on {failed[0].topic}/{failed[0].partition}"
+                )
+            except KafkaException as exc:
+                error = exc.args[0]
+                retriable = error.retriable() or error.code() in (
+                    KafkaError.NOT_COORDINATOR,
+                    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                )
+                if not retriable or time.monotonic() > deadline:
+                    raise LogStoreError(f"committing offsets of group {group}: {error}") from exc
+                time.sleep(0.2)
+    finally:
+        consumer.close()
+
+
+def send_wakeups(bootstrap: str, topic: str) -> None:
+    """An empty message to every partition of ``topic``: wakes every reader of an idle job that
+    also reads ``topic`` (see :mod:`mixed_iceberg.ingest.runtime`)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 3})
+    for partition in range(partition_count(bootstrap, topic)):
+        producer.produce(topic, b"", partition=partition)
+    left = producer.flush(_TIMEOUT)
+    if left:
+        raise LogStoreError(f"{left} wake-up messages to {topic} not delivered within {_TIMEOUT:.0f} s")
 
 
 def _payloads(values: pa.Array) -> list[bytes]:

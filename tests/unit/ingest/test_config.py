@@ -8,7 +8,8 @@ import pytest
 
 from mixed_iceberg.exceptions import ConfigError
 from mixed_iceberg.ingest.cdc import CdcFormat
-from mixed_iceberg.ingest.config import IngestConfig, load_ingest_config
+from mixed_iceberg.ingest.config import IngestConfig, load_ingest_config, pin_catalog
+from mixed_iceberg.ingest.runtime import load_table
 
 SHIPPED = Path(__file__).resolve().parents[3] / "conf" / "ingest.yaml"
 
@@ -30,3 +31,16 @@ def test_shipped_config_parses_with_env_and_overrides(monkeypatch: pytest.Monkey
 def test_bad_values_are_rejected(key: str, value: str) -> None:
     with pytest.raises(ConfigError, match="ingest config"):
         load_ingest_config(SHIPPED, {key: value})
+
+
+def test_a_pinned_catalog_ignores_the_workers_environment_and_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MIXED_ICEBERG_WAREHOUSE_DIR", str(tmp_path / "client"))
+    shipped = IngestConfig.from_json(pin_catalog(load_ingest_config(SHIPPED, {"table": "db.pinned"})).to_json())
+    assert shipped.catalog_config is not None
+    assert Path(shipped.catalog_config).is_absolute()
+    # A TaskManager's Python worker: another environment, another working directory.
+    monkeypatch.setenv("MIXED_ICEBERG_WAREHOUSE_DIR", str(tmp_path / "worker"))
+    monkeypatch.chdir(tmp_path)
+    table = load_table(shipped, create=True)
+    assert table.base_store.location().startswith((tmp_path / "client").as_uri())
+    assert not (tmp_path / "worker").exists()

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pytest
 
+from mixed_iceberg.ingest import runtime as runtime_module
 from mixed_iceberg.ingest.config import IngestConfig
-from mixed_iceberg.ingest.runtime import IngestRuntime
+from mixed_iceberg.ingest.runtime import WAKEUP_PARTITION, IngestRuntime
 from mixed_iceberg.ingest.writer import committed_offsets
 
 
@@ -99,3 +102,46 @@ def test_close_commits_what_is_buffered(runtime: IngestRuntime) -> None:
     assert _next(runtime) == {0: None, 1: None}
     runtime.close()
     assert _next(runtime) == {0: 1, 1: None}
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
+def test_a_failed_background_commit_wakes_the_job_and_fails_the_next_call(
+    runtime: IngestRuntime, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    wakeups: list[tuple[str, str]] = []
+    monkeypatch.setattr(runtime_module, "send_wakeups", lambda bootstrap, topic: wakeups.append((bootstrap, topic)))
+
+    def failing_commit(
+        partition: int, offsets: npt.NDArray[np.int64], values: pa.Array, *, received_ms: int | None = None
+    ) -> None:
+        raise OSError("injected commit failure")
+
+    monkeypatch.setattr(runtime, "ingest", failing_commit)
+    runtime.start_flusher()
+    parts, offsets, values = _records([1, 1])
+    runtime.buffer(parts, offsets, values)
+    _wait_for(lambda: bool(wakeups))
+    assert wakeups == [("unused:9092", "mixed-iceberg-wakeup.buffered")]
+    assert "background commit failed" in caplog.text
+    assert "injected commit failure" in caplog.text
+    # A wake-up message alone (partition -1) makes the function raise: the subtask fails.
+    with pytest.raises(RuntimeError, match="failing this subtask") as raised:
+        runtime.buffer(np.array([WAKEUP_PARTITION], np.int32), np.zeros(1, np.int64), pa.array([b""], pa.binary()))
+    assert isinstance(raised.value.__cause__, OSError)
+    runtime.close()  # commits nothing after a failure
+    assert _next(runtime) == {0: None, 1: None}
+
+
+def test_wakeup_records_are_ignored_by_a_healthy_writer(runtime: IngestRuntime) -> None:
+    parts, offsets, values = _records([0, 0])
+    runtime.buffer(np.array([WAKEUP_PARTITION], np.int32), np.zeros(1, np.int64), pa.array([b""], pa.binary()))
+    runtime.buffer(parts, offsets, values)
+    runtime.close()
+    assert _next(runtime) == {0: 2, 1: None}
+    assert runtime.metrics.records_in == 2
