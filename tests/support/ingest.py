@@ -9,11 +9,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +30,7 @@ from mixed_iceberg.logstore.base import LogStoreConsumer
 from mixed_iceberg.logstore.kafka import KafkaLogReader
 from tests.support.services import ROOT
 
-__all__ = ["IngestJob", "IngestSetup", "produce", "read_topic"]
+__all__ = ["IngestJob", "IngestSetup", "produce", "produce_more", "read_topic"]
 
 
 @dataclass
@@ -85,13 +87,29 @@ class IngestSetup:
 
 
 class IngestJob:
-    """One run of the job as a subprocess (its own session, so kill -9 takes the JVM too)."""
+    """One run of the job as a subprocess (its own session, so kill -9 takes the JVM too).
 
-    def __init__(self, setup: IngestSetup, *, until_caught_up: bool = True, timeout: float = 300.0) -> None:
+    ``on_cluster``: submit it with ``flink run -py`` (through ``scripts/services/flink.sh``) to
+    the running session cluster, the way the README says, instead of ``python jobs/...``.
+    """
+
+    def __init__(
+        self,
+        setup: IngestSetup,
+        *,
+        until_caught_up: bool = True,
+        bounded: bool = False,
+        timeout: float = 300.0,
+        on_cluster: bool = False,
+        extra: Sequence[str] = (),
+    ) -> None:
         self.log_path = setup.root / f"job-{time.monotonic_ns()}.log"
-        command = [sys.executable, str(ROOT / "jobs" / "ingest_cdc.py"), *setup.args()]
+        launcher = ["bash", "scripts/services/flink.sh", "run", "-py"] if on_cluster else [sys.executable]
+        command = [*launcher, "jobs/ingest_cdc.py", "--config", "conf/ingest.yaml", *setup.args(), *extra]
         if until_caught_up:
             command += ["--until-caught-up", "--timeout", str(timeout)]
+        if bounded:
+            command.append("--bounded")
         self._log = self.log_path.open("w")
         self.proc = subprocess.Popen(
             command, env=setup.env, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
@@ -124,6 +142,39 @@ def produce(setup: IngestSetup, events: int, keys: int, bad: int = 0, seed: int 
     )  # fmt: skip
     loaded: dict[str, object] = json.loads(oracle.read_text())
     return loaded
+
+
+def produce_more(setup: IngestSetup, oracle: dict[str, object], events: int, keys: int, seed: int) -> dict[str, object]:
+    """Continue a produced stream: Debezium events over ``keys`` keys that start from ``oracle``'s
+    final state (so updates and deletes hit rows an earlier run committed), sent through
+    ``scripts/produce_cdc.py --replay``; returns the new oracle."""
+    final = oracle["final"]
+    assert isinstance(final, dict)
+    live: dict[int, dict[str, object]] = {int(k): v for k, v in final.items()}
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(events):
+        key = rng.randrange(keys)
+        after = {"id": key, "customer": f"c{key % 97}", "qty": rng.randrange(1, 100), "price": round(rng.uniform(1, 500), 2)}
+        before = live.get(key)
+        if before is None:
+            message = {"before": None, "after": after, "op": "c"}
+            live[key] = after
+        elif rng.random() < 0.7:
+            message = {"before": before, "after": after, "op": "u"}
+            live[key] = after
+        else:
+            message = {"before": before, "after": None, "op": "d"}
+            del live[key]
+        lines.append(json.dumps({**message, "ts_ms": 0}, separators=(",", ":")))
+    dump = setup.root / f"more-{seed}.ndjson"
+    dump.write_text("\n".join(lines) + "\n")
+    subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "produce_cdc.py"), "--bootstrap", setup.bootstrap, "--topic", setup.topic,
+         "--replay", str(dump)],
+        check=True, env=setup.env, cwd=ROOT, capture_output=True, timeout=300,
+    )  # fmt: skip
+    return {"events": events, "bad": 0, "final": {str(k): v for k, v in live.items()}}
 
 
 def read_topic(bootstrap: str, topic: str) -> tuple[pa.Array, np.ndarray]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "FLINK",
     "KAFKA",
     "POSTGRES",
     "ROOT",
@@ -223,6 +224,8 @@ POSTGRES = ServiceScript("postgres", "url", start_timeout=600.0)
 SEAWEEDFS = ServiceScript("seaweedfs", "endpoint")
 # The first start may fetch the broker and Flink connector jars from Maven Central.
 KAFKA = ServiceScript("kafka", "bootstrap", start_timeout=600.0)
+# A standalone session cluster from PyFlink's distribution (may fetch the connector jar too).
+FLINK = ServiceScript("flink", "rest", start_timeout=600.0)
 
 
 def main(argv: list[str]) -> int:
@@ -231,7 +234,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m tests.support.services reap", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    for service in (POSTGRES, SEAWEEDFS, KAFKA):
+    for service in (POSTGRES, SEAWEEDFS, KAFKA, FLINK):
         service.reap()
     return 0
 

@@ -1,0 +1,72 @@
+"""The ingest job submitted with ``flink run -py`` to a real standalone session cluster.
+
+``scripts/services/flink.sh`` starts a JobManager and a TaskManager (PyFlink's bundled
+distribution) as separate JVMs; the job's Python client runs under the ``flink`` CLI and its
+Python workers under the TaskManager, in the TaskManager's environment and working directory.
+The table and LogStore must come out exactly as from the local mini-cluster, also for a
+second run that resumes from what the first committed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_ingest_pipeline import assert_logstore_exactly_once, assert_table_matches
+from tests.support.ingest import IngestJob, IngestSetup, produce, produce_more, read_topic
+from tests.support.services import FLINK
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def flink_rest() -> Iterator[str]:
+    """REST address of the session cluster (``scripts/services/flink.sh``)."""
+    with FLINK.leased() as rest:
+        yield rest
+
+
+def _cluster_job(rest: str, job_id: str) -> dict[str, object]:
+    with urllib.request.urlopen(f"{rest}/jobs/{job_id}", timeout=10) as response:
+        found: dict[str, object] = json.load(response)
+    return found
+
+
+def _run_on_cluster(setup: IngestSetup, rest: str) -> dict[str, object]:
+    """``flink run -py jobs/ingest_cdc.py --config conf/ingest.yaml --bounded``; the cluster's record of the job."""
+    started = time.monotonic()
+    job = IngestJob(setup, until_caught_up=False, bounded=True, on_cluster=True)
+    assert job.wait(400) == 0, job.output()[-5000:]
+    output = job.output()
+    submitted = re.search(r"Job has been submitted with JobID ([0-9a-f]{32})", output)
+    assert submitted is not None, output[-5000:]
+    record = _cluster_job(rest, submitted.group(1))
+    print(f"flink run -py: {time.monotonic() - started:.1f} s wall, job {record['duration']} ms on the cluster")
+    return record
+
+
+def test_flink_run_on_a_session_cluster_ingests_exactly_once(kafka_bootstrap: str, flink_rest: str, tmp_path: Path) -> None:
+    setup = IngestSetup(tmp_path, kafka_bootstrap, "it-cluster")
+    oracle = produce(setup, events=3_000, keys=500, bad=5, seed=11)
+    first = _run_on_cluster(setup, flink_rest)
+    assert first["name"] == setup.name
+    assert first["state"] == "FINISHED"
+    # The TaskManager's workers wrote the client's table (the warehouse is per test, set only
+    # in the client's environment) and the client's LogStore topic.
+    assert_table_matches(setup, oracle)
+    assert_logstore_exactly_once(setup)
+
+    # More events on the same keys: a second submission resumes from what the first committed.
+    oracle = produce_more(setup, oracle, events=2_000, keys=600, seed=12)
+    second = _run_on_cluster(setup, flink_rest)
+    assert second["state"] == "FINISHED"
+    assert_table_matches(setup, oracle)
+    assert_logstore_exactly_once(setup)
+    letters, _ = read_topic(kafka_bootstrap, setup.env["MIXED_ICEBERG_INGEST_DLQ"])
+    assert len(letters) == 5
