@@ -9,6 +9,8 @@ what to remove, and :mod:`mixed_iceberg.optimizing.commit` commits all tasks at 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -16,15 +18,18 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import FileScanTask, Table
 
 from mixed_iceberg.changestore.writer import WriterIdentity
+from mixed_iceberg.exceptions import CorruptTableError
 from mixed_iceberg.format import parse_change
 from mixed_iceberg.optimizing.collect import CollectedTable
 from mixed_iceberg.optimizing.model import BaseFile, RewriteTask
+from mixed_iceberg.reader.data_files import deleted_positions
 from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, merge_latest
 from mixed_iceberg.reader.plan import ChangeFileRef
 from mixed_iceberg.reader.read import filesystem_for, read_base_rows, read_change_rows
@@ -79,12 +84,6 @@ def _read_columns(base: Table, path: str, columns: list[str]) -> pa.Table:
         return pq.ParquetFile(stream).read(columns=columns)
 
 
-def _pos_delete_rows(base: Table, delete: DataFile, target: str) -> pa.Array:
-    """Positions an existing position-delete file removes from ``target``."""
-    rows = _read_columns(base, delete.file_path, ["file_path", "pos"])
-    return rows.filter(pc.equal(rows.column("file_path"), target)).column("pos").combine_chunks()
-
-
 def _targets(base: Table, delete: DataFile) -> set[str]:
     target = referenced_data_file(delete)
     if target is not None:
@@ -92,13 +91,39 @@ def _targets(base: Table, delete: DataFile) -> set[str]:
     return set(pc.unique(_read_columns(base, delete.file_path, ["file_path"]).column("file_path")).to_pylist())
 
 
-def _killed_positions(base: Table, segment: BaseFile, newest: pa.Table, keys: list[str]) -> npt.NDArray[np.int64]:
-    """Row positions of ``segment`` whose key has a strictly newer merged delete."""
-    rows = _read_columns(base, segment.path, keys)
-    rows = rows.append_column("__pos", pa.array(np.arange(rows.num_rows, dtype=np.int64)))
-    hits = rows.join(newest, keys=keys, join_type="inner")
-    seg_lsn = (segment.transaction_id << 32) | BASE_OFFSET
-    return np.asarray(hits.filter(pc.greater(hits.column("__max"), seg_lsn)).column("__pos").to_numpy(), dtype=np.int64)
+def _killed_positions(
+    base: Table, segments: Sequence[BaseFile], newest: pa.Table, keys: list[str]
+) -> list[npt.NDArray[np.int64]]:
+    """Per segment, the row positions whose key has a strictly newer merged delete.
+
+    All segments' key columns are read in one scan (file order kept) and looked up at once.
+
+    Raises:
+        CorruptTableError: the segments hold another number of rows than their manifests say.
+    """
+    filesystem, _ = filesystem_for(base.io, segments[0].path)
+    local = [filesystem_for(base.io, s.path)[1] for s in segments]
+    rows = ds.dataset(local, format="parquet", filesystem=filesystem).to_table(columns=keys)
+    counts = np.fromiter((s.records for s in segments), dtype=np.int64, count=len(segments))
+    if rows.num_rows != int(counts.sum()):
+        raise CorruptTableError(f"segments hold {rows.num_rows} rows; their manifests say {int(counts.sum())}")
+    segment_lsn = np.repeat(
+        np.fromiter(((s.transaction_id << 32) | BASE_OFFSET for s in segments), dtype=np.int64, count=len(segments)), counts
+    )
+    if len(keys) == 1:
+        slot = pc.index_in(rows.column(keys[0]), value_set=newest.column(keys[0]).combine_chunks())
+        newest_lsn = newest.column("__max").combine_chunks().take(slot)
+        killed = np.flatnonzero(pc.fill_null(pc.greater(newest_lsn, pa.array(segment_lsn)), False).to_numpy(zero_copy_only=False))
+    else:
+        rows = rows.append_column("__row", pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+        hits = rows.join(newest, keys=keys, join_type="inner")
+        row = hits.column("__row").to_numpy()
+        killed = np.sort(row[hits.column("__max").to_numpy() > segment_lsn[row]])
+    ends = np.cumsum(counts)
+    return [
+        p - (end - count)
+        for p, end, count in zip(np.split(killed, np.searchsorted(killed, ends[:-1])), ends, counts, strict=True)
+    ]
 
 
 def _disk_bytes_per_row(task: RewriteTask) -> float | None:
@@ -158,21 +183,17 @@ def execute_task(table: MixedTable, collected: CollectedTable, task: RewriteTask
     if task.segments:
         newest = deletes.group_by(keys).aggregate([(LSN, "max")]).rename_columns([*keys, "__max"]) if keys else None
         combine = set(task.combine_deletes)
-        for segment in task.segments:
-            positions = (
-                _killed_positions(base, segment, newest, keys)
-                if newest is not None and newest.num_rows
-                else np.empty(0, np.int64)
-            )
-            earlier = np.concatenate(
-                [
-                    np.empty(0, np.int64),
-                    *(
-                        _pos_delete_rows(base, collected.delete_files[p].data_file, segment.path).to_numpy()
-                        for p in segment.pos_delete_files
-                    ),
-                ]
-            )
+        segments = list(task.segments)
+        kills = (
+            _killed_positions(base, segments, newest, keys)
+            if newest is not None and newest.num_rows
+            else [np.empty(0, np.int64)] * len(segments)
+        )
+        earlier_files = {collected.delete_files[p].data_file for s in segments for p in s.pos_delete_files}
+        earlier_by_path = deleted_positions(base, earlier_files)
+        to_write: list[tuple[str, str, npt.NDArray[np.int64]]] = []
+        for segment, positions in zip(segments, kills, strict=True):
+            earlier = earlier_by_path.get(segment.path, np.empty(0, np.int64))
             if segment.path in combine:  # the earlier files are replaced by one holding all positions
                 written = np.unique(np.concatenate([positions, earlier]))
                 covered.add(segment.path)
@@ -180,20 +201,25 @@ def execute_task(table: MixedTable, collected: CollectedTable, task: RewriteTask
                 written = np.setdiff1d(positions, earlier)
             if len(written) == 0:
                 continue
-            spec_id, partition = collected.records[task.partition]
             name = writer.file_name(segment.node, DataFileType.POS_DELETE_FILE, transaction_id)
-            path = data_location(base.location(), task.partition, name)
-            output.added_deletes.append(
-                write_position_deletes(
-                    base.io,
-                    path,
-                    pa.repeat(pa.scalar(segment.path, pa.string()), len(written)),
-                    pa.array(written),
-                    spec_id=spec_id,
-                    partition=partition,
-                    properties=base.properties,
-                )
+            to_write.append((data_location(base.location(), task.partition, name), segment.path, written))
+        spec_id, partition = collected.records[task.partition]
+
+        def write(job: tuple[str, str, npt.NDArray[np.int64]]) -> DataFile:
+            path, target, positions = job
+            return write_position_deletes(
+                base.io,
+                path,
+                pa.repeat(pa.scalar(target, pa.string()), len(positions)),
+                pa.array(positions),
+                spec_id=spec_id,
+                partition=partition,
+                properties=base.properties,
             )
+
+        # Many small files: written by a few threads (pyarrow releases the GIL while writing).
+        with ThreadPoolExecutor(max_workers=min(4, max(1, len(to_write)))) as pool:
+            output.added_deletes += pool.map(write, to_write)
     attached = {p for f in (*task.rewrite, *task.segments) for p in (*f.pos_delete_files, *f.eq_delete_files)}
     for path in sorted(attached):
         delete = collected.delete_files[path].data_file

@@ -55,6 +55,8 @@ from pyiceberg.typedef import EMPTY_DICT, Properties, Record
 from pyiceberg.types import LongType, NestedField, StringType
 from pyiceberg.utils.properties import property_as_bool, property_as_int
 
+from mixed_iceberg.store.entries import manifest_entries
+
 __all__ = [
     "FILE_PATH_FIELD_ID",
     "POSITION_DELETE_SCHEMA",
@@ -345,7 +347,7 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
             for manifest, entries in plan:
                 if self._mergeable(manifest) != key:
                     continue
-                for entry in entries if entries is not None else manifest.fetch_manifest_entry(self._io, discard_deleted=True):
+                for entry in entries if entries is not None else manifest_entries(self._io, manifest):
                     if entry.data_file.file_path in self._to_remove:
                         writer.delete(entry)
                     else:
@@ -370,7 +372,7 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
             if not (manifest.has_added_files() or manifest.has_existing_files()):
                 continue  # only DELETED entries of an older snapshot: nothing live to carry
             check = may_hold.get((manifest.content, manifest.partition_spec_id))
-            entries = manifest.fetch_manifest_entry(self._io, discard_deleted=True) if check and check(manifest) else None
+            entries = list(manifest_entries(self._io, manifest)) if check and check(manifest) else None
             removed = [e for e in entries or () if e.data_file.file_path in self._to_remove]
             self._removed_entries.extend(removed)
             plan.append((manifest, entries if removed else None))
