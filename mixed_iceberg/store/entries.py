@@ -21,6 +21,8 @@ from pyiceberg.table.snapshots import Snapshot
 __all__ = ["LiveFile", "live_files", "manifest_entries", "plan_scan_tasks"]
 
 _CACHE: LRUCache[str, tuple[ManifestEntry, ...]] = LRUCache(maxsize=8192)
+#: The same entries as plain tuples: scans walk thousands of them, and Record properties are slow.
+_FLAT: LRUCache[str, tuple[tuple[DataFile, int, int], ...]] = LRUCache(maxsize=8192)
 _LOCK = threading.Lock()
 
 
@@ -50,8 +52,15 @@ def manifest_entries(io: FileIO, manifest: ManifestFile) -> tuple[ManifestEntry,
     return entries
 
 
-def _entries(table: Table, manifest: ManifestFile) -> list[tuple[DataFile, int, int]]:
-    return [(e.data_file, e.sequence_number or 0, e.snapshot_id or 0) for e in manifest_entries(table.io, manifest)]
+def _entries(table: Table, manifest: ManifestFile) -> tuple[tuple[DataFile, int, int], ...]:
+    with _LOCK:
+        cached = _FLAT.get(manifest.manifest_path)
+    if cached is not None:
+        return cached
+    flat = tuple((e.data_file, e.sequence_number or 0, e.snapshot_id or 0) for e in manifest_entries(table.io, manifest))
+    with _LOCK:
+        _FLAT[manifest.manifest_path] = flat
+    return flat
 
 
 def live_files(
