@@ -8,19 +8,36 @@ blobs to BaseStore snapshots, so without this pyiceberg cannot even load a table
 pyiceberg 0.12 also ends every metadata update with a deep copy of the whole metadata
 (iceberg-python #2673): about 30 ms at 200 snapshots, three times per commit.
 :func:`updated_metadata` applies the same updates without that copy.
+
+pyiceberg 0.12 builds the Avro readers and writers of every manifest and manifest list it
+opens from the schema, by walking it, and converts the schema to and from Avro's JSON each
+time: about 1.5 ms of a small commit (one manifest and one manifest list written, the parent's
+manifest list read). Readers and writers are stateless (frozen, or read-only after
+construction), so :func:`apply` memoises them by schema, with the schema's own JSON as the key.
 """
 
 from __future__ import annotations
 
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel
+from pyiceberg.avro import file as avro_file
+from pyiceberg.avro import resolver
+from pyiceberg.avro.codecs import AVRO_CODEC_KEY, CODEC_MAPPING_ICEBERG_TO_AVRO
+from pyiceberg.schema import Schema
 from pyiceberg.table import metadata, statistics, update
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import TableUpdate
+from pyiceberg.typedef import EMPTY_DICT
 from pyiceberg.utils.datetime import datetime_to_millis
+from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 
-__all__ = ["apply", "updated_metadata"]
+__all__ = ["AVRO_CACHE", "apply", "updated_metadata"]
 
 _applied = False
 
@@ -36,7 +53,113 @@ def apply() -> None:
         for value in list(vars(module).values()):
             if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__ == module.__name__:
                 value.model_rebuild(force=True)
+    _memoise_avro()
     _applied = True
+
+
+class _Memo:
+    """A bounded map from a key to a value built once (thread-safe; a race builds twice)."""
+
+    def __init__(self, capacity: int = 256) -> None:
+        self._capacity = capacity
+        self._entries: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: Any, build: Callable[[], Any]) -> Any:
+        with self._lock:
+            if key in self._entries:
+                self.hits += 1
+                self._entries.move_to_end(key)
+                return self._entries[key]
+        value = build()
+        with self._lock:
+            self.misses += 1
+            self._entries[key] = value
+            while len(self._entries) > self._capacity:
+                self._entries.popitem(last=False)
+        return value
+
+
+#: The memoised Avro readers, writers, header schemas and schema JSON (hits and misses are counted).
+AVRO_CACHE = _Memo()
+
+
+def _schema_key(schema: Any) -> tuple[str, str]:
+    # Field ids, names, types and optionality: everything a reader or writer depends on.
+    return type(schema).__name__, schema.model_dump_json()
+
+
+def _memoise_avro() -> None:
+    resolve_writer, construct_writer = resolver.resolve_writer, resolver.construct_writer
+    resolve_reader, construct_reader = resolver.resolve_reader, resolver.construct_reader
+
+    def memo_resolve_writer(record_schema: Any, file_schema: Any) -> Any:
+        key = ("resolve_writer", _schema_key(record_schema), _schema_key(file_schema))
+        return AVRO_CACHE.get(key, lambda: resolve_writer(record_schema, file_schema))
+
+    def memo_construct_writer(file_schema: Any) -> Any:
+        return AVRO_CACHE.get(("construct_writer", _schema_key(file_schema)), lambda: construct_writer(file_schema))
+
+    def memo_resolve_reader(
+        file_schema: Any, read_schema: Any, read_types: Any = EMPTY_DICT, read_enums: Any = EMPTY_DICT
+    ) -> Any:
+        key = (
+            "resolve_reader",
+            _schema_key(file_schema),
+            _schema_key(read_schema),
+            tuple(sorted(read_types.items())),
+            tuple(sorted(read_enums.items())),
+        )
+        return AVRO_CACHE.get(key, lambda: resolve_reader(file_schema, read_schema, read_types, read_enums))
+
+    def memo_construct_reader(file_schema: Any, read_types: Any = EMPTY_DICT) -> Any:
+        key = ("construct_reader", _schema_key(file_schema), tuple(sorted(read_types.items())))
+        return AVRO_CACHE.get(key, lambda: construct_reader(file_schema, read_types))
+
+    def memo_get_schema(header: avro_file.AvroFileHeader) -> Schema:
+        text = header.meta.get(avro_file._SCHEMA_KEY)
+        if text is None:
+            return get_schema(header)  # raises pyiceberg's error
+        # Schemas are frozen models: every reader of a file with this header may share one.
+        schema: Schema = AVRO_CACHE.get(("schema", text), lambda: get_schema(header))
+        return schema
+
+    def memo_header_json(file_schema: Schema, schema_name: str) -> str:
+        key = ("header", _schema_key(file_schema), schema_name)
+        text: str = AVRO_CACHE.get(
+            key, lambda: json.dumps(AvroSchemaConversion().iceberg_to_avro(file_schema, schema_name=schema_name))
+        )
+        return text
+
+    def write_header(self: avro_file.AvroOutputFile[Any]) -> None:
+        # pyiceberg 0.12's AvroOutputFile._write_header, with the schema JSON memoised.
+        from pyiceberg.table import TableProperties
+
+        codec_name = self.metadata.get(AVRO_CODEC_KEY, TableProperties.WRITE_AVRO_COMPRESSION_DEFAULT)
+        if avro_codec_name := CODEC_MAPPING_ICEBERG_TO_AVRO.get(codec_name):
+            codec_name = avro_codec_name
+        json_schema = memo_header_json(self.file_schema, self.schema_name)
+        meta = {**self.metadata, avro_file._SCHEMA_KEY: json_schema, AVRO_CODEC_KEY: codec_name}
+        header = avro_file.AvroFileHeader(avro_file.MAGIC, meta, self.sync_bytes)
+        memo_construct_writer(avro_file.META_SCHEMA).write(self.encoder, header)
+
+    get_schema = avro_file.AvroFileHeader.get_schema
+    # pyiceberg.avro.file looks these up in its own namespace when it opens a file.
+    replacements: dict[object, dict[str, object]] = {
+        avro_file: {
+            "resolve_writer": memo_resolve_writer,
+            "construct_writer": memo_construct_writer,
+            "resolve_reader": memo_resolve_reader,
+            "construct_reader": memo_construct_reader,
+        },
+        avro_file.AvroFileHeader: {"get_schema": memo_get_schema},
+        avro_file.AvroOutputFile: {"_write_header": write_header},
+    }
+    for owner, attributes in replacements.items():
+        for name, value in attributes.items():
+            setattr(owner, name, value)
 
 
 def updated_metadata(

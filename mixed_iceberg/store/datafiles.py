@@ -128,7 +128,8 @@ def write_data_file(
     plan = _plan(file_schema, properties)
     # Readers map columns by Parquet field id: always write the ids, whatever ``rows`` carried.
     target = plan.arrow_schema
-    rows = rows.select(target.names).cast(target)
+    if not rows.schema.equals(target, check_metadata=True):  # change files arrive in it already
+        rows = rows.select(target.names).cast(target)
     output = io.new_output(path)
     with output.create(overwrite=True) as stream:
         writer = pq.ParquetWriter(
