@@ -26,6 +26,8 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic_core import to_json
+from pyiceberg import manifest
 from pyiceberg.avro import file as avro_file
 from pyiceberg.avro import resolver
 from pyiceberg.avro.codecs import AVRO_CODEC_KEY, CODEC_MAPPING_ICEBERG_TO_AVRO
@@ -86,9 +88,36 @@ class _Memo:
 AVRO_CACHE = _Memo()
 
 
+class _ByIdentity:
+    """Values derived from (frozen) objects, kept by the objects' identity (held, so ids stay unique)."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self._capacity = capacity
+        self._entries: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, objects: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+        key = tuple(id(o) for o in objects)
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None and all(a is b for a, b in zip(found[0], objects, strict=True)):
+                self._entries.move_to_end(key)
+                return found[1]
+        value = build()
+        with self._lock:
+            self._entries[key] = (objects, value)
+            while len(self._entries) > self._capacity:
+                self._entries.popitem(last=False)
+        return value
+
+
+_BY_IDENTITY = _ByIdentity()
+
+
 def _schema_key(schema: Any) -> tuple[str, str]:
     # Field ids, names, types and optionality: everything a reader or writer depends on.
-    return type(schema).__name__, schema.model_dump_json()
+    key: tuple[str, str] = _BY_IDENTITY.get((schema,), lambda: (type(schema).__name__, schema.model_dump_json()))
+    return key
 
 
 def _memoise_avro() -> None:
@@ -145,6 +174,28 @@ def _memoise_avro() -> None:
         header = avro_file.AvroFileHeader(avro_file.MAGIC, meta, self.sync_bytes)
         memo_construct_writer(avro_file.META_SCHEMA).write(self.encoder, header)
 
+    with_partition = manifest.ManifestWriter._with_partition
+
+    def memo_with_partition(self: manifest.ManifestWriter, format_version: Any) -> Schema:
+        # The spec and schema come from the table's metadata, shared by successive commits.
+        schema: Schema = _BY_IDENTITY.get(
+            (self._spec, self._schema, format_version), lambda: with_partition(self, format_version)
+        )
+        return schema
+
+    def memo_meta(self: manifest.ManifestWriter) -> dict[str, str]:
+        schema_json, spec_json = _BY_IDENTITY.get(
+            (self._spec, self._schema, "meta"),
+            lambda: (self._schema.model_dump_json(), to_json(self._spec.fields).decode("utf-8")),
+        )
+        return {  # pyiceberg 0.12's ManifestWriter._meta, with the JSON kept
+            "schema": schema_json,
+            "partition-spec": spec_json,
+            "partition-spec-id": str(self._spec.spec_id),
+            "format-version": str(self.version),
+            AVRO_CODEC_KEY: self._compression,
+        }
+
     get_schema = avro_file.AvroFileHeader.get_schema
     # pyiceberg.avro.file looks these up in its own namespace when it opens a file.
     replacements: dict[object, dict[str, object]] = {
@@ -156,6 +207,7 @@ def _memoise_avro() -> None:
         },
         avro_file.AvroFileHeader: {"get_schema": memo_get_schema},
         avro_file.AvroOutputFile: {"_write_header": write_header},
+        manifest.ManifestWriter: {"_with_partition": memo_with_partition, "_meta": property(memo_meta)},
     }
     for owner, attributes in replacements.items():
         for name, value in attributes.items():

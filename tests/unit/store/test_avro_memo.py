@@ -5,8 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pydantic_core import to_json
 from pyiceberg.avro.file import AvroFile
-from pyiceberg.manifest import ManifestEntry, ManifestFile
+from pyiceberg.manifest import (
+    ManifestEntry,
+    ManifestFile,
+    ManifestWriterV2,
+    data_file_with_partition,
+    manifest_entry_schema_with_data_file,
+)
 from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 
 from mixed_iceberg.compat import AVRO_CACHE
@@ -49,3 +56,22 @@ def test_files_carry_pyiceberg_schema_and_read_back(tmp_path: Path) -> None:
         assert len(entries) == 2  # one file per commit (the second round replays: no-ops)
         assert all(len(e.data_file.partition) == partition_fields for e in entries)
         assert sorted(r[0] for r in rows_of(table.scan().to_arrow())) == [0, 1]
+
+
+def test_manifest_headers_are_pyiceberg_s(tmp_path: Path) -> None:
+    table = local_catalog(tmp_path).create_table("db.t", ORDERS_SCHEMA, primary_key=["id"], partition_by=["cat"])
+    _commit(table, range(4))
+    store = table.change_store
+    assert store is not None
+    snapshot = store.refresh().current_snapshot()
+    assert snapshot is not None
+    for manifest in snapshot.manifests(store.io):
+        with AvroFile[ManifestEntry](store.io.new_input(manifest.manifest_path)) as reader:
+            meta = reader.header.meta
+        assert meta["schema"] == store.schema().model_dump_json()
+        assert meta["partition-spec"] == to_json(store.spec().fields).decode("utf-8")
+        assert (meta["partition-spec-id"], meta["format-version"]) == (str(store.spec().spec_id), "2")
+        writer = ManifestWriterV2(store.spec(), store.schema(), store.io.new_output(str(tmp_path / "x.avro")), 1, "deflate")
+        fresh = manifest_entry_schema_with_data_file(2, data_file_with_partition(store.spec().partition_type(store.schema()), 2))
+        assert writer._with_partition(2) == fresh
+        assert json.loads(meta["avro.schema"]) == AvroSchemaConversion().iceberg_to_avro(fresh, schema_name="manifest_entry")
