@@ -2,10 +2,12 @@
 
 pyiceberg 0.12 applies position deletes batch by batch through ``np.setdiff1d`` over a
 Python-built range (iceberg-python #1271): on a 1.5 M-row BaseStore with 30 k deleted
-positions that tripled the read (0.2 s -> 0.56 s). Here files without deletes go through
-pyiceberg's ``ArrowScan`` unchanged (row filter pushed down, schema evolution applied);
-files with position deletes are read whole by the same ``ArrowScan`` (so rows keep their
-file positions), masked, and then filtered. Equality deletes are not this module's job: a
+positions that tripled the read (0.2 s -> 0.56 s). Here all files are read in one
+multi-threaded pyarrow dataset scan: files without deletes with the row filter pushed down,
+files with position deletes whole (so rows keep their file positions). Deleted positions
+and the row filter become one mask that the caller applies in one pass, possibly together
+with the merge's own drops. A table whose schema changed goes through pyiceberg's
+``ArrowScan``, which maps columns by field id. Equality deletes are not this module's job: a
 task that has any is left to pyiceberg whole.
 """
 
@@ -13,10 +15,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import bind, extract_field_ids
@@ -30,10 +34,37 @@ from mixed_iceberg.exceptions import CorruptTableError
 from mixed_iceberg.reader.merge import keep_rows
 from mixed_iceberg.store.delete_files import referenced_data_file
 
-__all__ = ["deleted_positions", "filesystem_for", "read_data_files", "read_positional", "read_unmasked"]
+__all__ = [
+    "FileRows",
+    "deleted_positions",
+    "filesystem_for",
+    "read_data_files",
+    "read_files",
+    "read_positional",
+    "read_unmasked",
+]
 
 _FILE_PATH = "file_path"
 _POS = "pos"
+_FRAGMENT = "__fragment_index"
+_MATCH = "__match"
+
+
+@dataclass(frozen=True, slots=True)
+class FileRows:
+    """Rows read from data files before their mask is applied.
+
+    ``rows`` has the projected columns; ``task`` is the index (into the tasks read) of each
+    row's file; ``keep`` marks the rows that survive position deletes and the row filter
+    (``None``: all of them).
+    """
+
+    rows: pa.Table
+    task: npt.NDArray[np.int64]
+    keep: npt.NDArray[np.bool_] | None
+
+    def kept(self) -> pa.Table:
+        return self.rows if self.keep is None else keep_rows(self.rows, self.keep)
 
 
 def filesystem_for(io: FileIO, path: str) -> tuple[pa.fs.FileSystem, str]:
@@ -87,18 +118,77 @@ def _only_position_deletes(task: FileScanTask) -> bool:
 
 
 def read_data_files(store: Table, tasks: Sequence[FileScanTask], projected: Schema, row_filter: BooleanExpression) -> pa.Table:
-    """Rows of ``tasks`` (in task order, file order within a task) that survive deletes and filter."""
-    clean = [t for t in tasks if not t.delete_files]
-    masked = [t for t in tasks if t.delete_files and _only_position_deletes(t)]
-    other = [t for t in tasks if t.delete_files and not _only_position_deletes(t)]
+    """Rows of ``tasks`` that survive their deletes and ``row_filter``."""
+    other = [t for t in tasks if not _only_position_deletes(t)]
     pieces = []
-    if clean or other:
-        pieces.append(ArrowScan(store.metadata, store.io, projected, row_filter).to_table([*clean, *other]))
-    if masked:
-        pieces.append(_read_masked(store, masked, projected, row_filter))
+    if other:
+        pieces.append(ArrowScan(store.metadata, store.io, projected, row_filter).to_table(other))
+    if len(other) < len(tasks):
+        pieces.append(read_files(store, [t for t in tasks if _only_position_deletes(t)], projected, row_filter).kept())
     if len(pieces) == 1:
         return pieces[0]
     return pa.concat_tables(pieces, promote_options="permissive")
+
+
+def read_files(store: Table, tasks: Sequence[FileScanTask], projected: Schema, row_filter: BooleanExpression) -> FileRows:
+    """The rows of ``tasks`` with their file and survival mask (see :class:`FileRows`).
+
+    Without a filter every file is read whole; with one, files without deletes are read with
+    the filter pushed down (row groups skipped by statistics) and the others whole, with the
+    filter evaluated into the mask.
+
+    Raises:
+        ValueError: a task carries equality deletes.
+        CorruptTableError: a file's row count disagrees with its manifest.
+    """
+    if not isinstance(row_filter, AlwaysTrue):
+        bound = bind(store.schema(), row_filter, case_sensitive=True)
+        wanted = extract_field_ids(bound) | {f.field_id for f in projected.fields}
+        read_schema = prune_columns(store.schema(), wanted, select_full_types=False)
+        condition = expression_to_pyarrow(bind(read_schema, row_filter, case_sensitive=True), read_schema)
+        clean = [i for i, t in enumerate(tasks) if not t.delete_files]
+    else:
+        read_schema, condition, clean = projected, None, []
+    names = [f.name for f in projected.fields]
+    whole = sorted(set(range(len(tasks))) - set(clean))
+    pieces: list[FileRows] = []
+    if clean:
+        rows, index = _read_filtered(store, [tasks[i] for i in clean], read_schema, condition, row_filter)
+        pieces.append(FileRows(rows.select(names), np.asarray(clean, dtype=np.int64)[index], None))
+    if whole:
+        rows, keep = read_unmasked(store, [tasks[i] for i in whole], read_schema)
+        counts = np.fromiter((tasks[i].file.record_count for i in whole), dtype=np.int64, count=len(whole))
+        if condition is not None:
+            match = ds.dataset(rows).to_table(columns={_MATCH: condition}).column(_MATCH)
+            matched = pc.fill_null(match, False).to_numpy(zero_copy_only=False)
+            keep = matched if keep is None else keep & matched
+        pieces.append(FileRows(rows.select(names), np.repeat(np.asarray(whole, dtype=np.int64), counts), keep))
+    if len(pieces) == 1:
+        return pieces[0]
+    if not pieces:
+        return FileRows(schema_to_pyarrow(projected, include_field_ids=False).empty_table(), np.empty(0, np.int64), None)
+    masks = [p.keep if p.keep is not None else np.ones(p.rows.num_rows, dtype=bool) for p in pieces]
+    return FileRows(
+        pa.concat_tables([p.rows for p in pieces], promote_options="permissive"),
+        np.concatenate([p.task for p in pieces]),
+        None if all(p.keep is None for p in pieces) else np.concatenate(masks),
+    )
+
+
+def _read_filtered(
+    store: Table, tasks: Sequence[FileScanTask], schema: Schema, condition: pc.Expression, row_filter: BooleanExpression
+) -> tuple[pa.Table, npt.NDArray[np.int64]]:
+    """Rows of delete-free ``tasks`` matching the filter, and the index of each row's task."""
+    if _single_schema(store, tasks):
+        filesystem, _ = filesystem_for(store.io, tasks[0].file.file_path)
+        local = [filesystem_for(store.io, t.file.file_path)[1] for t in tasks]
+        target = schema_to_pyarrow(schema, include_field_ids=False)
+        dataset = ds.dataset(local, schema=target, format="parquet", filesystem=filesystem)
+        rows = dataset.to_table(columns=[*target.names, _FRAGMENT], filter=condition)
+        return rows.drop_columns([_FRAGMENT]), rows.column(_FRAGMENT).to_numpy().astype(np.int64)
+    tables = [ArrowScan(store.metadata, store.io, schema, row_filter).to_table([task]) for task in tasks]
+    index = np.repeat(np.arange(len(tasks), dtype=np.int64), [t.num_rows for t in tables])
+    return pa.concat_tables(tables, promote_options="permissive"), index
 
 
 def read_positional(store: Table, tasks: Sequence[FileScanTask], projected: Schema) -> tuple[pa.Table, npt.NDArray[np.int64]]:
@@ -158,7 +248,7 @@ def _read_whole(store: Table, tasks: Sequence[FileScanTask], projected: Schema) 
     so one multi-threaded pyarrow dataset scan reads them (about 20 % less CPU than
     pyiceberg's per-file projection); otherwise pyiceberg maps columns by field id.
     """
-    if len(store.metadata.schemas) == 1 and all(t.file.file_format == FileFormat.PARQUET for t in tasks):
+    if _single_schema(store, tasks):
         filesystem, _ = filesystem_for(store.io, tasks[0].file.file_path)
         local = [filesystem_for(store.io, t.file.file_path)[1] for t in tasks]
         target = schema_to_pyarrow(projected, include_field_ids=False)
@@ -166,14 +256,6 @@ def _read_whole(store: Table, tasks: Sequence[FileScanTask], projected: Schema) 
     return ArrowScan(store.metadata, store.io, projected, AlwaysTrue()).to_table([FileScanTask(t.file) for t in tasks])
 
 
-def _read_masked(store: Table, tasks: Sequence[FileScanTask], projected: Schema, row_filter: BooleanExpression) -> pa.Table:
-    filtered = not isinstance(row_filter, AlwaysTrue)
-    read_schema = projected
-    if filtered:  # the filter may name columns the caller did not project
-        bound = bind(store.schema(), row_filter, case_sensitive=True)
-        wanted = extract_field_ids(bound) | {f.field_id for f in projected.fields}
-        read_schema = prune_columns(store.schema(), wanted, select_full_types=False)
-    rows, _ = read_positional(store, tasks, read_schema)
-    if filtered:
-        rows = rows.filter(expression_to_pyarrow(bind(read_schema, row_filter, case_sensitive=True), read_schema))
-    return rows.select([f.name for f in projected.fields])
+def _single_schema(store: Table, tasks: Sequence[FileScanTask]) -> bool:
+    """Whether every file names its columns as the current schema does (Parquet, schema never changed)."""
+    return len(store.metadata.schemas) == 1 and all(t.file.file_format == FileFormat.PARQUET for t in tasks)

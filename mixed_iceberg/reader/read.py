@@ -1,8 +1,9 @@
 """Read the rows a plan names, tagged with their LSN and partition ordinal.
 
 Change files are read in one multi-threaded pyarrow dataset scan (per-file constants are
-attached through ``__fragment_index``); base files go through pyiceberg's ``ArrowScan`` so
-position deletes and schema evolution are applied as every Iceberg reader applies them.
+attached through ``__fragment_index``); base files through :mod:`mixed_iceberg.reader.data_files`,
+which leaves position-deleted and filtered-out rows to one final mask (applied here, or by the
+merge together with its own drops).
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ from pyiceberg.manifest import DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
 
-from mixed_iceberg.reader.data_files import filesystem_for, read_data_files, read_positional, read_unmasked
+from mixed_iceberg.reader.data_files import filesystem_for, read_data_files, read_files
 from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, PART, keep_rows, pack_lsn
 from mixed_iceberg.reader.plan import ChangeFileRef
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
 
-__all__ = ["filesystem_for", "is_full_read", "read_base_rows", "read_base_unmasked", "read_change_rows"]
+__all__ = ["filesystem_for", "is_maskable", "read_base_rows", "read_base_unmasked", "read_change_rows"]
 
 _FRAGMENT = "__fragment_index"
 
@@ -75,27 +76,31 @@ def _has_equality_deletes(task: FileScanTask) -> bool:
     return any(d.content == DataFileContent.EQUALITY_DELETES for d in task.delete_files)
 
 
-def is_full_read(tasks: Sequence[FileScanTask], row_filter: BooleanExpression) -> bool:
-    """Whether ``tasks`` can be read whole in one scan: no filter, no equality deletes."""
-    return bool(tasks) and isinstance(row_filter, AlwaysTrue) and not any(_has_equality_deletes(t) for t in tasks)
+def is_maskable(tasks: Sequence[FileScanTask]) -> bool:
+    """Whether ``tasks`` can be read by :func:`read_base_unmasked`: some, none with equality deletes."""
+    return bool(tasks) and not any(_has_equality_deletes(t) for t in tasks)
 
 
 def read_base_unmasked(
-    base: Table, groups: Sequence[tuple[int, int, list[FileScanTask]]], projected: Schema, *, with_partition: bool
+    base: Table,
+    groups: Sequence[tuple[int, int, list[FileScanTask]]],
+    projected: Schema,
+    row_filter: BooleanExpression,
+    *,
+    with_partition: bool,
 ) -> tuple[pa.Table, npt.NDArray[np.bool_] | None]:
-    """Every row of a full read (:func:`is_full_read`) tagged with LSN (and PART), position-deleted
-    rows included, with the mask of the rows that survive them (``None``: all), so that a merge
-    can drop both kinds of rows in one pass."""
+    """Base rows tagged with LSN (and PART), rows that position deletes or ``row_filter`` drop
+    included, with the mask of the rows to keep (``None``: all), so that a merge can drop all
+    of them in one pass. Needs :func:`is_maskable` tasks."""
     tasks = [task for _, _, group in groups for task in group]
-    rows, keep = read_unmasked(base, tasks, projected)
-    counts = np.fromiter((t.file.record_count for t in tasks), dtype=np.int64, count=len(tasks))
+    read = read_files(base, tasks, projected, row_filter)
     tx = np.fromiter((tx for tx, _, group in groups for _ in group), dtype=np.int64, count=len(tasks))
     lsn = pack_lsn(tx, np.zeros(len(tasks), np.int64)) | BASE_OFFSET
-    rows = rows.append_column(LSN, pa.array(np.repeat(lsn, counts)))
+    rows = read.rows.append_column(LSN, pa.array(lsn[read.task]))
     if with_partition:
         part = np.fromiter((part for _, part, group in groups for _ in group), dtype=np.int32, count=len(tasks))
-        rows = rows.append_column(PART, pa.array(np.repeat(part, counts)))
-    return rows, keep
+        rows = rows.append_column(PART, pa.array(part[read.task]))
+    return rows, read.keep
 
 
 def read_base_rows(
@@ -110,16 +115,17 @@ def read_base_rows(
     """Rows of base files grouped as (transaction id, partition ordinal, tasks), tagged with LSN
     and PART (``with_partition``) unless ``tagged`` is false: no delete can apply to them."""
     tasks = [task for _, _, group in groups for task in group]
-    full = is_full_read(tasks, row_filter)
+    maskable = is_maskable(tasks)
     if not tagged:
-        if full:
-            return read_positional(base, tasks, projected)[0]
+        if maskable:
+            return read_files(base, tasks, projected, row_filter).kept()
         if tasks:
             return read_data_files(base, tasks, projected, row_filter)
         return arrow_schema(projected, field_ids=False).empty_table()
-    if full:
-        rows, keep = read_base_unmasked(base, groups, projected, with_partition=with_partition)
+    if maskable:
+        rows, keep = read_base_unmasked(base, groups, projected, row_filter, with_partition=with_partition)
         return rows if keep is None else keep_rows(rows, keep)
+    # Equality deletes (another engine's): pyiceberg reads each group.
     tables = []
     for transaction_id, partition, tasks in groups:
         rows = read_data_files(base, tasks, projected, row_filter)

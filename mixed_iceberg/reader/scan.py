@@ -22,7 +22,7 @@ from mixed_iceberg.format import parse_base
 from mixed_iceberg.reader.filters import split_filter
 from mixed_iceberg.reader.merge import LSN, merge_latest
 from mixed_iceberg.reader.plan import ChangeFileRef, PartitionIndex, plan_change_files
-from mixed_iceberg.reader.read import is_full_read, read_base_rows, read_base_unmasked, read_change_rows
+from mixed_iceberg.reader.read import is_maskable, read_base_rows, read_base_unmasked, read_change_rows
 from mixed_iceberg.store.entries import live_files, plan_scan_tasks
 from mixed_iceberg.store.equality_deletes import scan_with_equality_deletes
 from mixed_iceberg.store.layout import partition_path
@@ -127,9 +127,9 @@ class MixedScan:
         # Without change deletes nothing is removed by key: base rows need no LSN.
         merging = any(ref.is_delete for ref in refs)
         keep = None
-        if merging and is_full_read([t for _, _, tasks in groups for t in tasks], self.filter.full):
-            # Position-deleted rows stay in until the merge: one filter drops both kinds.
-            data, keep = read_base_unmasked(base, groups, projected, with_partition=partitioned)
+        if merging and is_maskable([t for _, _, tasks in groups for t in tasks]):
+            # Position-deleted and filtered-out rows stay in until the merge: one pass drops all.
+            data, keep = read_base_unmasked(base, groups, projected, self.filter.full, with_partition=partitioned)
         else:
             data = read_base_rows(
                 base, groups, projected, self.filter.full, with_partition=partitioned and merging, tagged=merging

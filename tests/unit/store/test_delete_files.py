@@ -613,6 +613,27 @@ def test_masked_read_equals_pyiceberg_with_deletes_applied(
     assert ours.num_rows > 0
 
 
+@pytest.mark.parametrize("row_filter", [AlwaysTrue(), GreaterThanOrEqual("value", 13), EqualTo("k", "b")])
+def test_filtered_read_after_a_rename_maps_clean_and_masked_files_by_field_id(
+    tmp_path: Path, row_filter: BooleanExpression
+) -> None:
+    table = _table(tmp_path)
+    masked = _data_file(table, [(i, "ab"[i % 2], "x", 10 + i) for i in range(8)])
+    clean = _data_file(table, [(100 + i, "ab"[i % 2], "x", 10 + i) for i in range(6)])
+    _commit(table, add_data=[masked, clean])
+    _commit(table, add_deletes=[_pos_deletes(table, [(masked, 1), (masked, 4)])])
+    with table.update_schema() as update:
+        update.rename_column("v", "value")  # the files still say "v"
+    tasks = list(table.scan(row_filter=row_filter).plan_files())
+    assert {bool(t.delete_files) for t in tasks} == {True, False}
+    projected = table.schema().select("id", "value")
+    ours = read_data_files(table, tasks, projected, row_filter)
+    theirs = ArrowScan(table.metadata, table.io, projected, row_filter).to_table(tasks)
+    assert ours.column_names == ["id", "value"]
+    assert _rows(ours) == _rows(theirs)
+    assert ours.num_rows > 0
+
+
 def test_positional_read_counts_survivors_per_file_once_per_position(tmp_path: Path) -> None:
     table = _table(tmp_path)
     first = _data_file(table, [(i, "a", "x", i) for i in range(6)])
