@@ -275,7 +275,13 @@ class IngestRuntime:
 
     def close(self) -> None:
         """Stop the flusher, commit what is buffered (a bounded source ends here; a cancelled
-        job may as well keep what it read) and release the writers."""
+        job may as well keep what it read) and release the writers.
+
+        Raises:
+            RuntimeError: the flusher had failed. A bounded source reads its wake-up partitions
+                only up to their end at launch, so it may reach its end without noticing; it
+                must not finish as if everything were committed.
+        """
         self._stop.set()
         if self._flusher is not None:
             self._flusher.join()
@@ -287,3 +293,7 @@ class IngestRuntime:
                 ingestor.close()
             self._ingestors.clear()
             self._pending.clear()
+            if self._failure is not None:
+                raise RuntimeError(f"{self.table.name}: a background commit failed; records it held are not committed") from (
+                    self._failure
+                )

@@ -134,7 +134,9 @@ def test_a_failed_background_commit_wakes_the_job_and_fails_the_next_call(
     with pytest.raises(RuntimeError, match="failing this subtask") as raised:
         runtime.buffer(np.array([WAKEUP_PARTITION], np.int32), np.zeros(1, np.int64), pa.array([b""], pa.binary()))
     assert isinstance(raised.value.__cause__, OSError)
-    runtime.close()  # commits nothing after a failure
+    # close() (also the end of a bounded source) commits nothing after a failure, and says so.
+    with pytest.raises(RuntimeError, match="not committed"):
+        runtime.close()
     assert _next(runtime) == {0: None, 1: None}
 
 
