@@ -168,6 +168,7 @@ class IngestRuntime:
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
         self._failure: BaseException | None = None
+        self._failure_raised = False
 
     def _ingestor(self, partition: int) -> PartitionIngestor:
         found = self._ingestors.get(partition)
@@ -216,6 +217,7 @@ class IngestRuntime:
         offsets = np.asarray(offsets, np.int64)
         with self._lock:
             if self._failure is not None:
+                self._failure_raised = True
                 raise RuntimeError(
                     f"{self.table.name}: a background commit failed; failing this subtask so that Flink restarts it"
                 ) from self._failure
@@ -278,9 +280,11 @@ class IngestRuntime:
         job may as well keep what it read) and release the writers.
 
         Raises:
-            RuntimeError: the flusher had failed. A bounded source reads its wake-up partitions
-                only up to their end at launch, so it may reach its end without noticing; it
-                must not finish as if everything were committed.
+            RuntimeError: the flusher had failed and no :meth:`buffer` call has raised it yet.
+                A bounded source reads its wake-up partitions only up to their end at launch,
+                so it may reach its end without noticing; it must not finish as if everything
+                were committed. (After :meth:`buffer` raised, PyFlink closes the function while
+                handling that error; raising again would replace it.)
         """
         self._stop.set()
         if self._flusher is not None:
@@ -293,7 +297,7 @@ class IngestRuntime:
                 ingestor.close()
             self._ingestors.clear()
             self._pending.clear()
-            if self._failure is not None:
+            if self._failure is not None and not self._failure_raised:
                 raise RuntimeError(f"{self.table.name}: a background commit failed; records it held are not committed") from (
                     self._failure
                 )

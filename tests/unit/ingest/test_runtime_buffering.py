@@ -134,7 +134,27 @@ def test_a_failed_background_commit_wakes_the_job_and_fails_the_next_call(
     with pytest.raises(RuntimeError, match="failing this subtask") as raised:
         runtime.buffer(np.array([WAKEUP_PARTITION], np.int32), np.zeros(1, np.int64), pa.array([b""], pa.binary()))
     assert isinstance(raised.value.__cause__, OSError)
-    # close() (also the end of a bounded source) commits nothing after a failure, and says so.
+    runtime.close()  # commits nothing after a failure (and does not raise it twice)
+    assert _next(runtime) == {0: None, 1: None}
+
+
+def test_close_raises_a_background_failure_that_no_call_has_raised(
+    runtime: IngestRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A bounded source may reach its end (close) before a wake-up reaches the function.
+    wakeups: list[str] = []
+    monkeypatch.setattr(runtime_module, "send_wakeups", lambda bootstrap, topic: wakeups.append(topic))
+
+    def failing_commit(
+        partition: int, offsets: npt.NDArray[np.int64], values: pa.Array, *, received_ms: int | None = None
+    ) -> None:
+        raise OSError("injected commit failure")
+
+    monkeypatch.setattr(runtime, "ingest", failing_commit)
+    runtime.start_flusher()
+    parts, offsets, values = _records([0])
+    runtime.buffer(parts, offsets, values)
+    _wait_for(lambda: bool(wakeups))
     with pytest.raises(RuntimeError, match="not committed"):
         runtime.close()
     assert _next(runtime) == {0: None, 1: None}
