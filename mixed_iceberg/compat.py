@@ -14,6 +14,12 @@ opens from the schema, by walking it, and converts the schema to and from Avro's
 time: about 1.5 ms of a small commit (one manifest and one manifest list written, the parent's
 manifest list read). Readers and writers are stateless (frozen, or read-only after
 construction), so :func:`apply` memoises them by schema, with the schema's own JSON as the key.
+
+pyiceberg 0.12 also reads a snapshot's manifest list again on every ``Snapshot.manifests`` call
+(each commit reads its parent's, which it wrote itself a moment before). Manifest lists are
+immutable files written once under a unique name, so :data:`MANIFEST_LISTS` keeps the manifests
+of the newest lists by path: the ones a commit writes (as the file holds them: sequence numbers
+assigned) and the ones read.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from pyiceberg.typedef import EMPTY_DICT
 from pyiceberg.utils.datetime import datetime_to_millis
 from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 
-__all__ = ["AVRO_CACHE", "apply", "updated_metadata"]
+__all__ = ["AVRO_CACHE", "MANIFEST_LISTS", "apply", "updated_metadata"]
 
 _applied = False
 
@@ -56,6 +62,7 @@ def apply() -> None:
             if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__ == module.__name__:
                 value.model_rebuild(force=True)
     _memoise_avro()
+    _keep_manifest_lists()
     _applied = True
 
 
@@ -78,10 +85,20 @@ class _Memo:
         value = build()
         with self._lock:
             self.misses += 1
+        self.put(key, value)
+        return value
+
+    def peek(self, key: Any) -> Any:
+        """The value kept for ``key``, or None (counts neither a hit nor a miss)."""
+        with self._lock:
+            return self._entries.get(key)
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
             self._entries[key] = value
+            self._entries.move_to_end(key)
             while len(self._entries) > self._capacity:
                 self._entries.popitem(last=False)
-        return value
 
 
 #: The memoised Avro readers, writers, header schemas and schema JSON (hits and misses are counted).
@@ -237,3 +254,31 @@ def updated_metadata(
     new.spec().check_compatible(new.schema())
     new.sort_order().check_compatible(new.schema())
     return new
+
+
+#: Manifests of the newest manifest lists, by the list's path.
+MANIFEST_LISTS = _Memo(capacity=256)
+
+
+def _keep_manifest_lists() -> None:
+    read_list = manifest._manifests
+
+    def kept_manifests(io: Any, manifest_list: str) -> tuple[manifest.ManifestFile, ...]:
+        manifests: tuple[manifest.ManifestFile, ...] = MANIFEST_LISTS.get(manifest_list, lambda: read_list(io, manifest_list))
+        return manifests
+
+    def add_manifests(self: manifest.ManifestListWriter, manifest_files: list[manifest.ManifestFile]) -> Any:
+        # pyiceberg 0.12's add_manifests, keeping the manifests as written.
+        prepared = [self.prepare_manifest(manifest_file) for manifest_file in manifest_files]
+        self._writer.write_block(prepared)
+        location = self._output_file.location
+        kept = MANIFEST_LISTS.peek(location) or ()  # a second block of the same list
+        shared = tuple(manifest._manifest_cache.get_or_cache(m) for m in prepared)
+        MANIFEST_LISTS.put(location, kept + shared)
+        return self
+
+    from pyiceberg.table import snapshots
+
+    for owner in (manifest, snapshots):
+        setattr(owner, "_manifests", kept_manifests)  # noqa: B010  (mypy: a module attribute)
+    setattr(manifest.ManifestListWriter, "add_manifests", add_manifests)  # noqa: B010  (mypy: a method)

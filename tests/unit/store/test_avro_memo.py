@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic_core import to_json
 from pyiceberg.avro.file import AvroFile
 from pyiceberg.manifest import (
+    MANIFEST_LIST_FILE_SCHEMAS,
     ManifestEntry,
     ManifestFile,
     ManifestWriterV2,
@@ -16,7 +17,7 @@ from pyiceberg.manifest import (
 )
 from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 
-from mixed_iceberg.compat import AVRO_CACHE
+from mixed_iceberg.compat import AVRO_CACHE, MANIFEST_LISTS
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
 
 
@@ -75,3 +76,27 @@ def test_manifest_headers_are_pyiceberg_s(tmp_path: Path) -> None:
         fresh = manifest_entry_schema_with_data_file(2, data_file_with_partition(store.spec().partition_type(store.schema()), 2))
         assert writer._with_partition(2) == fresh
         assert json.loads(meta["avro.schema"]) == AvroSchemaConversion().iceberg_to_avro(fresh, schema_name="manifest_entry")
+
+
+def test_kept_manifest_lists_equal_the_files(tmp_path: Path) -> None:
+    props = {"commit.manifest.min-count-to-merge": "3"}  # merged lists too
+    table = local_catalog(tmp_path).create_table("db.t", ORDERS_SCHEMA, primary_key=["id"], properties=props)
+    _commit(table, range(7))
+    store = table.change_store
+    assert store is not None
+    store.refresh()
+    for snapshot in store.metadata.snapshots:
+        kept = MANIFEST_LISTS.peek(snapshot.manifest_list)
+        assert kept is not None, "the commit that wrote the list kept its manifests"
+        with AvroFile[ManifestFile](
+            store.io.new_input(snapshot.manifest_list), MANIFEST_LIST_FILE_SCHEMAS[2], read_types={-1: ManifestFile}
+        ) as reader:
+            on_disk = list(reader)
+        assert list(kept) == on_disk  # sequence numbers as assigned in the file
+        assert all(m.sequence_number >= 0 and m.min_sequence_number >= 0 for m in kept)
+        assert snapshot.manifests(store.io) == on_disk
+    hits = MANIFEST_LISTS.hits
+    snapshot = store.current_snapshot()
+    assert snapshot is not None
+    snapshot.manifests(store.io)
+    assert MANIFEST_LISTS.hits == hits + 1  # not read again
