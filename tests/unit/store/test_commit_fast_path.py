@@ -118,3 +118,16 @@ def test_property_named_like_a_history_field_still_serialises_exactly(tmp_path: 
     assert metadata_json(store.metadata) == store.metadata.model_dump_json(exclude_none=True)
     assert isinstance(store.catalog, SqlCatalogWithCache)
     assert store.catalog.load_table(store.name()).properties['"snapshots":[]'] == '"snapshot-log":[]'
+
+
+def test_base_store_statistics_are_spliced_exactly(tmp_path: Path) -> None:
+    table = local_catalog(tmp_path).create_table("db.orders", ORDERS_SCHEMA, primary_key=["id"])
+    rows = changes([("+I", i, "a", i, float(i)) for i in range(5)]).drop_columns(["_change_action"])
+    table.bulk_load(rows)
+    table.bulk_load(rows, overwrite=True)
+    base = table.base_store
+    base.refresh()
+    assert len(base.metadata.statistics) >= 1  # the optimized sequence, as Amoro writes it
+    cache = FragmentCache()
+    assert metadata_json(base.metadata, cache) == base.metadata.model_dump_json(exclude_none=True)
+    assert Path(base.metadata_location.removeprefix("file://")).read_text() == base.metadata.model_dump_json(exclude_none=True)
