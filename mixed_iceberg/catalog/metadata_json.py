@@ -1,12 +1,12 @@
 """Table metadata JSON, serialised without re-serialising the history on every commit.
 
-Every commit writes a new metadata file holding every snapshot, the snapshot log, the
-metadata log and the statistics files: pyiceberg serialises all of them again each time (1.4 ms at 225 snapshots,
-growing with the history). These entries are immutable and shared between
-successive metadata objects (``compat.updated_metadata`` keeps them), so each one's JSON is
-kept by object identity and only new entries are serialised. The bytes are pyiceberg's own:
-the rest of the metadata is serialised by pydantic with those lists empty, and the kept
-fragments are spliced in where the empty lists are.
+Every commit writes a new metadata file holding every snapshot, the snapshot log, the metadata
+log and the statistics files: pyiceberg serialises all of them again each time (1.4 ms at 225
+snapshots, growing with the history). These entries are immutable and shared between successive
+metadata objects (``compat.updated_metadata`` keeps them), so each one's JSON is kept by object
+identity and only new entries are serialised. The bytes are pyiceberg's own: the rest of the
+metadata is serialised by pydantic with those lists empty, and the kept fragments are spliced
+in where the empty lists are.
 
 Format v1 metadata (whose snapshots are rewritten on the way out) and pyiceberg's
 ``legacy-current-snapshot-id`` setting take pyiceberg's path.
