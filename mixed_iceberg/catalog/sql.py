@@ -194,8 +194,8 @@ class SqlCatalogWithCache(SqlCatalog):
         ``table`` is current): pyiceberg's path then loads the current metadata and judges the
         requirements against it.
         """
-        if not table.metadata_location or not updates:
-            return None
+        if not table.metadata_location or not updates or isinstance(table, StagedTable):
+            return None  # a staged table (create transaction) is not in the catalog yet
         attempt = _Attempt(table)
         previous = getattr(self._attempts, "current", None)
         self._attempts.current = attempt

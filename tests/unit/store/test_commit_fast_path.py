@@ -131,3 +131,16 @@ def test_base_store_statistics_are_spliced_exactly(tmp_path: Path) -> None:
     cache = FragmentCache()
     assert metadata_json(base.metadata, cache) == base.metadata.model_dump_json(exclude_none=True)
     assert Path(base.metadata_location.removeprefix("file://")).read_text() == base.metadata.model_dump_json(exclude_none=True)
+
+
+def test_create_table_transaction_takes_pyiceberg_path(tmp_path: Path) -> None:
+    catalog = local_catalog(tmp_path)
+    catalog.create_table("db.orders", ORDERS_SCHEMA, primary_key=["id"])  # creates the namespace
+    iceberg = catalog.iceberg
+    assert isinstance(iceberg, SqlCatalogWithCache)
+    with iceberg.create_table_transaction("db.plain", ORDERS_SCHEMA) as txn:
+        txn.set_properties({"k": "v"})
+    created = iceberg.load_table("db.plain")
+    assert created.properties["k"] == "v"
+    folder = Path(created.metadata_location.removeprefix("file://")).parent
+    assert [p.name for p in folder.glob("*.metadata.json")] == [Path(created.metadata_location).name]
