@@ -67,7 +67,9 @@ def test_minor_turns_change_deletes_into_position_deletes_on_segments(tmp_path: 
 def test_position_deletes_from_a_composite_key_hit_only_rows_with_the_whole_key(tmp_path: Path) -> None:
     props = {"self-optimizing.target-size": "1024"}  # every base file is a segment
     table = local_catalog(tmp_path).create_table("db.c", ORDERS_SCHEMA, primary_key=["id", "cat"], properties=props)
-    table.bulk_load(changes([("+I", k % 50, "a" if k < 50 else "b", k, 1.0) for k in range(100)]).drop_columns(["_change_action"]))
+    table.bulk_load(
+        changes([("+I", k % 50, "a" if k < 50 else "b", k, 1.0) for k in range(100)]).drop_columns(["_change_action"])
+    )
     for i in range(3):  # (i, "a") is updated; (i, "b") shares the id and must survive untouched
         with table.new_transaction() as txn:
             txn.write(changes([("-U", i, "a", i, 1.0), ("+U", i, "a", i + 1000, 2.0), ("-D", 40 + i, "b", 90 + i, 1.0)]))
