@@ -22,9 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyiceberg.catalog.sql import SqlCatalog
-from pyiceberg.io.fileformat import FileFormatFactory
 from pyiceberg.io.pyarrow import schema_to_pyarrow
-from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+from pyiceberg.manifest import DataFile
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation
@@ -35,6 +34,7 @@ from mixed_iceberg.store.datafiles import write_data_file
 from mixed_iceberg.store.delete_files import stage_rewrite, write_position_deletes
 from mixed_iceberg.store.equality_deletes import scan_with_equality_deletes
 from tests.support.duckdb_iceberg import read_iceberg
+from tests.support.iceberg_files import eq_deletes
 
 pytestmark = pytest.mark.integration
 
@@ -67,31 +67,6 @@ def _data_file(table: Table, rows: list[Row]) -> DataFile:
     partition = Record(rows[0][2]) if spec.fields else Record()
     f = write_data_file(table.io, path, arrow, SCHEMA, spec_id=spec.spec_id, partition=partition, properties=table.properties)
     f.spec_id = spec.spec_id
-    return f
-
-
-def _eq_deletes(table: Table, keys: list[Row], ids: tuple[int, ...], partition: str | None) -> DataFile:
-    """As Flink writes them: key columns only; ``partition=None`` is a global (spec 0) delete."""
-    key_schema = Schema(*(SCHEMA.find_field(i) for i in ids))
-    names = [f.name for f in key_schema.fields]
-    arrow = pa.Table.from_pylist([dict(zip(names, k, strict=True)) for k in keys], schema=schema_to_pyarrow(key_schema))
-    path = f"{table.location()}/data/eq-{uuid.uuid4().hex}.parquet"
-    output = table.io.new_output(path)
-    writer = FileFormatFactory.get(FileFormat.PARQUET).create_writer(output, key_schema, table.properties)
-    with writer:
-        writer.write(arrow)
-    f = DataFile.from_args(
-        content=DataFileContent.EQUALITY_DELETES,
-        file_path=path,
-        file_format=FileFormat.PARQUET,
-        partition=Record(partition) if partition is not None else Record(),
-        file_size_in_bytes=len(output),
-        equality_ids=list(ids),
-        sort_order_id=None,
-        key_metadata=None,
-        **writer.result().to_serialized_dict(),
-    )
-    f.spec_id = table.spec().spec_id if partition is not None else 0
     return f
 
 
@@ -162,7 +137,7 @@ def test_equality_delete_spares_rows_inserted_later_and_in_the_same_commit(tmp_p
     _commit(table, add_data=[_data_file(table, [(1, "x", "a", 1), (2, "x", "a", 2), (None, "x", "a", 3)])])
     # An upsert as Flink commits it: the new row and the delete of its key in one snapshot.
     _commit(
-        table, add_data=[_data_file(table, [(1, "x", "a", 10)])], add_deletes=[_eq_deletes(table, [(1,), (None,)], (1,), None)]
+        table, add_data=[_data_file(table, [(1, "x", "a", 10)])], add_deletes=[eq_deletes(table, [(1,), (None,)], (1,), None)]
     )
     _commit(table, add_data=[_data_file(table, [(None, "x", "a", 30)])])
     expected = [(1, "x", "a", 10), (2, "x", "a", 2), (None, "x", "a", 30)]
@@ -173,7 +148,7 @@ def test_multi_column_equality_deletes_compare_nulls_as_equal(tmp_path: Path) ->
     table = _table(tmp_path, partitioned=False)
     rows = [(i, k, "a", n) for n, (i, k) in enumerate(itertools.product((1, None), ("x", None)))]
     _commit(table, add_data=[_data_file(table, rows)])
-    _commit(table, add_deletes=[_eq_deletes(table, [(1, None), (None, "x")], (1, 2), None)])
+    _commit(table, add_deletes=[eq_deletes(table, [(1, None), (None, "x")], (1, 2), None)])
     assert _rows(scan_with_equality_deletes(table)) == sorted([(1, "x", "a", 0), (None, None, "a", 3)], key=repr)
 
 
@@ -181,7 +156,7 @@ def test_multi_column_equality_deletes_compare_nulls_as_equal(tmp_path: Path) ->
 def test_duckdb_keeps_a_null_key_row_that_no_delete_matches(tmp_path: Path) -> None:
     table = _table(tmp_path, partitioned=False)
     _commit(table, add_data=[_data_file(table, [(None, "x", "a", 0), (2, "x", "a", 1)])])
-    _commit(table, add_deletes=[_eq_deletes(table, [(1,)], (1,), None)])
+    _commit(table, add_deletes=[eq_deletes(table, [(1,)], (1,), None)])
     expected = [(2, "x", "a", 1), (None, "x", "a", 0)]
     assert _rows(scan_with_equality_deletes(table)) == expected
     assert _duckdb(table) == expected
@@ -190,7 +165,7 @@ def test_duckdb_keeps_a_null_key_row_that_no_delete_matches(tmp_path: Path) -> N
 def _scoped_table(tmp_path: Path) -> Table:
     table = _table(tmp_path, partitioned=True)
     _commit(table, add_data=[_data_file(table, [(1, "x", "a", 1), (2, "x", "a", 2)]), _data_file(table, [(1, "x", "b", 1)])])
-    _commit(table, add_deletes=[_eq_deletes(table, [(1,)], (1,), "a")])
+    _commit(table, add_deletes=[eq_deletes(table, [(1,)], (1,), "a")])
     return table
 
 
@@ -208,7 +183,7 @@ def test_duckdb_scopes_equality_deletes_to_their_partition(tmp_path: Path) -> No
 def test_global_equality_delete_applies_to_every_partition(tmp_path: Path) -> None:
     table = _table(tmp_path, partitioned=True)
     _commit(table, add_data=[_data_file(table, [(1, "x", "a", 1), (2, "x", "a", 2)]), _data_file(table, [(1, "x", "b", 1)])])
-    _commit(table, add_deletes=[_eq_deletes(table, [(1,)], (1,), None)])
+    _commit(table, add_deletes=[eq_deletes(table, [(1,)], (1,), None)])
     assert _rows(scan_with_equality_deletes(table)) == _duckdb(table) == [(2, "x", "a", 2)]
 
 
@@ -263,7 +238,7 @@ class _Replay:
             keys = sorted({tuple(r[i - 1] for i in ids) for r in group}, key=repr)
             scope = self.part(group[0])
             self.scoped |= scope is not None
-            deletes.append((_eq_deletes(self.table, keys, ids, scope), keys, scope))
+            deletes.append((eq_deletes(self.table, keys, ids, scope), keys, scope))
         _commit(self.table, add_data=[f for f, _ in files], add_deletes=[d for d, _, _ in deletes])
         self.seq += 1
         for _, keys, scope in deletes:
@@ -274,7 +249,7 @@ class _Replay:
         scope = scope if self.partitioned else None
         self.scoped |= scope is not None
         key_rows = sorted({k[: len(ids)] for k in keys}, key=repr)
-        _commit(self.table, add_deletes=[_eq_deletes(self.table, key_rows, ids, scope)])
+        _commit(self.table, add_deletes=[eq_deletes(self.table, key_rows, ids, scope)])
         self.seq += 1
         self.kill_by_key(key_rows, ids, scope)
 

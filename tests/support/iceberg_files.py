@@ -63,7 +63,7 @@ def data_file(table: Table, rows: list[Row]) -> DataFile:
 
 def eq_deletes(table: Table, keys: list[tuple[Any, ...]], ids: tuple[int, ...] = (1,), partition: str | None = None) -> DataFile:
     """An equality-delete file as Flink writes it: the key columns only. No partition = global."""
-    key_schema = Schema(*(SCHEMA.find_field(i) for i in ids))
+    key_schema = Schema(*(table.schema().find_field(i) for i in ids))
     names = [f.name for f in key_schema.fields]
     arrow = pa.Table.from_pylist([dict(zip(names, k, strict=True)) for k in keys], schema=schema_to_pyarrow(key_schema))
     path = f"{table.location()}/data/eq-{uuid.uuid4().hex}.parquet"
