@@ -71,22 +71,27 @@ def _last_full_ms(base: Table, default: int) -> int:
 def _base_files(base: Table, files: list[LiveFile], collected: CollectedTable) -> dict[str, list[BaseFile]]:
     data = [f for f in files if f.data_file.content == DataFileContent.DATA]
     deletes = [f for f in files if f.data_file.content != DataFileContent.DATA]
+    # Position-delete files that name one data file are indexed by it; the rest by partition.
+    targeted: dict[str, list[LiveFile]] = defaultdict(list)
     by_partition: dict[str, list[LiveFile]] = defaultdict(list)
     for delete in deletes:
-        by_partition[partition_path(base, delete.data_file)].append(delete)
         collected.delete_files[delete.data_file.file_path] = delete
+        target = referenced_data_file(delete.data_file)
+        if target is not None:
+            targeted[target].append(delete)
+        else:
+            by_partition[partition_path(base, delete.data_file)].append(delete)
     result: dict[str, list[BaseFile]] = defaultdict(list)
     for live in data:
         path = partition_path(base, live.data_file)
         collected.data_files[live.data_file.file_path] = live
         collected.records.setdefault(path, (live.data_file.spec_id, live.data_file.partition))
-        pos, eq = [], []
+        pos = [d for d in targeted.get(live.data_file.file_path, []) if d.sequence_number >= live.sequence_number]
+        eq = []
         for delete in by_partition.get(path, []):
             content = delete.data_file.content
             if content == DataFileContent.POSITION_DELETES and delete.sequence_number >= live.sequence_number:
-                target = referenced_data_file(delete.data_file)
-                if target is None or target == live.data_file.file_path:
-                    pos.append(delete)
+                pos.append(delete)
             elif content == DataFileContent.EQUALITY_DELETES and delete.sequence_number > live.sequence_number:
                 eq.append(delete)
         meta = parse_base(live.data_file.file_path)
