@@ -44,10 +44,11 @@ def _top_frames(profiler: Profiler, count: int) -> list[tuple[float, str]]:
         frame = stack.pop()
         if frame is None:
             continue
-        named = frame.parent if frame.function.startswith("[") and frame.parent is not None else frame
-        label = f"{named.function} {Path(named.file_path or '?').name}:{named.line_no}"
-        own[label] = own.get(label, 0.0) + frame.total_self_time
         stack.extend(frame.children)
+        if frame.function.startswith("["):
+            continue  # pyinstrument's synthetic "[self]" frames: their time is their parent's own
+        label = f"{frame.function} {Path(frame.file_path or '?').name}:{frame.line_no}"
+        own[label] = own.get(label, 0.0) + frame.total_self_time
     return sorted(((s, label) for label, s in own.items()), reverse=True)[:count]
 
 
