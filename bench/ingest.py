@@ -194,7 +194,9 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=10_000, help="live phase events/s (below the job's capacity)")
     parser.add_argument("--seconds", type=float, default=20.0, help="live phase duration")
     parser.add_argument("--parallelism", type=int, default=2)
-    parser.add_argument("--commit-interval-ms", type=int, default=2000)
+    parser.add_argument(
+        "--commit-interval-ms", type=int, default=1000, help="the job's commit-interval-ms (default: the product default, 1000)"
+    )
     args = parser.parse_args()
     events = 200_000 if args.quick else args.events
     seconds = 10.0 if args.quick else args.seconds
@@ -258,6 +260,14 @@ def main() -> int:
         # The figure earlier versions reported: meaningless with few commits per partition.
         results["job_commit_span_records_per_s"] = events / max((last - first_commit) / 1000, 1e-3)
         results["job_end_to_end_records_per_s"] = events / wall
+        # Rows the job added to the ChangeStore (an update event is a -U/+U pair of rows).
+        change_rows = sum(
+            int(s.summary["added-records"])
+            for s in table.change_store.snapshots()
+            if s.summary is not None and s.summary.get(f"{SUMMARY_PREFIX}topic") == topic and "added-records" in s.summary
+        )
+        results["job_change_rows"] = change_rows
+        results["job_sustained_change_rows_per_s"] = change_rows / max((last - first) / 1000, 1e-3)
         results["job_cpu_s"] = cpu
         # CPU the job got between its first and last commit: below 2 cores means it was starved
         # (other processes on the machine), not that it had nothing to do.
