@@ -34,11 +34,12 @@ from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.table import DataTypes, StreamTableEnvironment
 from pyflink.table.udf import FunctionContext, ScalarFunction, udf
 
+from mixed_iceberg.exceptions import ConfigError
 from mixed_iceberg.ingest.config import IngestConfig
 from mixed_iceberg.ingest.metrics import IngestMetrics
 from mixed_iceberg.ingest.runtime import WAKEUP_PARTITION
 
-__all__ = ["IngestFunction", "build_pipeline"]
+__all__ = ["IngestFunction", "build_pipeline", "flink_settings"]
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,12 @@ _DEFAULTS = {
     # Without checkpoints Flink restarts nothing unless told to. A restarted subtask re-reads
     # from the job's start offsets and its writers drop what the table already holds.
     "restart-strategy.type": "exponential-delay",
+    # ... but not forever: a failure that outlives 10 restarts (a bad jar, a missing table,
+    # too few slots) fails the job, so the user sees it instead of a job that never runs.
+    "restart-strategy.exponential-delay.attempts-before-reset-backoff": "10",
 }
+#: A local mini-cluster has one TaskManager: it needs a slot per subtask.
+_SLOTS = "taskmanager.numberOfTaskSlots"
 
 
 class IngestFunction(ScalarFunction):  # type: ignore[misc]
@@ -106,6 +112,31 @@ def _sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def flink_settings(config: IngestConfig, python: str) -> dict[str, str]:
+    """The job's Flink configuration: its defaults, then the config's ``flink`` section.
+
+    A local mini-cluster has one TaskManager, so its slots are raised to the parallelism
+    (a session cluster ignores the key: its slots are its own).
+
+    Raises:
+        ConfigError: ``flink.taskmanager.numberOfTaskSlots`` is not a positive integer.
+    """
+    settings = {
+        **_DEFAULTS,
+        "python.executable": python,
+        "python.client.executable": python,
+        "pipeline.name": config.job_name,
+        **config.flink,
+    }
+    slots = settings.get(_SLOTS, "1")
+    if not slots.isdigit() or int(slots) < 1:
+        raise ConfigError(f"flink.{_SLOTS}: expected a positive integer, found {slots!r}")
+    if int(slots) < config.parallelism:
+        log.info("%s: %s raised from %s to the parallelism, %d", config.job_name, _SLOTS, slots, config.parallelism)
+        settings[_SLOTS] = str(config.parallelism)
+    return settings
+
+
 def build_pipeline(config: IngestConfig, jars: list[Path], python: str, *, bounded: bool = False) -> StreamExecutionEnvironment:
     """The job graph: Kafka (SQL) -> :class:`IngestFunction` (chained) -> blackhole.
 
@@ -115,12 +146,7 @@ def build_pipeline(config: IngestConfig, jars: list[Path], python: str, *, bound
     for a single topic.
     """
     flink = Configuration()
-    for key, value in _DEFAULTS.items():
-        flink.set_string(key, value)
-    flink.set_string("python.executable", python)
-    flink.set_string("python.client.executable", python)
-    flink.set_string("pipeline.name", config.job_name)
-    for key, value in config.flink.items():
+    for key, value in flink_settings(config, python).items():
         flink.set_string(key, value)
     env = StreamExecutionEnvironment.get_execution_environment(flink)
     # Appended to pipeline.jars, not set: under `flink run` that list already holds the

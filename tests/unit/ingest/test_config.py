@@ -44,3 +44,18 @@ def test_a_pinned_catalog_ignores_the_workers_environment_and_directory(tmp_path
     table = load_table(shipped, create=True)
     assert table.base_store.location().startswith((tmp_path / "client").as_uri())
     assert not (tmp_path / "worker").exists()
+
+
+@pytest.mark.filterwarnings("ignore:.* has been deprecated since version:DeprecationWarning")  # pyflink.table, at import
+def test_local_task_slots_follow_the_parallelism_and_a_bad_count_is_refused() -> None:
+    from mixed_iceberg.ingest.flink import flink_settings  # imports pyflink
+
+    # conf/ingest.yaml gives the mini-cluster 2 slots: a parallelism of 4 would wait for slots forever
+    settings = flink_settings(load_ingest_config(SHIPPED, {"parallelism": "4"}), "python3")
+    assert settings["taskmanager.numberOfTaskSlots"] == "4"
+    assert settings["python.executable"] == "python3"
+    assert flink_settings(load_ingest_config(SHIPPED, {"parallelism": "1"}), "python3")["taskmanager.numberOfTaskSlots"] == "2"
+    shipped = load_ingest_config(SHIPPED, {})
+    bad = shipped.model_copy(update={"flink": {**shipped.flink, "taskmanager.numberOfTaskSlots": "two"}})
+    with pytest.raises(ConfigError, match="expected a positive integer, found 'two'"):
+        flink_settings(bad, "python3")
