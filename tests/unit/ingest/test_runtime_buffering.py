@@ -111,9 +111,11 @@ def _wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> None:
         time.sleep(0.02)
 
 
-def test_a_failed_background_commit_wakes_the_job_and_fails_the_next_call(
-    runtime: IngestRuntime, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+def _fail_background_commits(
+    runtime: IngestRuntime, monkeypatch: pytest.MonkeyPatch, partitions: list[int]
+) -> list[tuple[str, str]]:
+    """Buffer records of ``partitions`` with every commit failing; returns the (bootstrap, topic)
+    wake-ups the flusher sent once its commit failed."""
     wakeups: list[tuple[str, str]] = []
     monkeypatch.setattr(runtime_module, "send_wakeups", lambda bootstrap, topic: wakeups.append((bootstrap, topic)))
 
@@ -124,9 +126,16 @@ def test_a_failed_background_commit_wakes_the_job_and_fails_the_next_call(
 
     monkeypatch.setattr(runtime, "ingest", failing_commit)
     runtime.start_flusher()
-    parts, offsets, values = _records([1, 1])
+    parts, offsets, values = _records(partitions)
     runtime.buffer(parts, offsets, values)
     _wait_for(lambda: bool(wakeups))
+    return wakeups
+
+
+def test_a_failed_background_commit_wakes_the_job_and_fails_the_next_call(
+    runtime: IngestRuntime, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    wakeups = _fail_background_commits(runtime, monkeypatch, [1, 1])
     assert wakeups == [("unused:9092", "mixed-iceberg-wakeup.buffered")]
     assert "background commit failed" in caplog.text
     assert "injected commit failure" in caplog.text
@@ -142,19 +151,7 @@ def test_close_raises_a_background_failure_that_no_call_has_raised(
     runtime: IngestRuntime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A bounded source may reach its end (close) before a wake-up reaches the function.
-    wakeups: list[str] = []
-    monkeypatch.setattr(runtime_module, "send_wakeups", lambda bootstrap, topic: wakeups.append(topic))
-
-    def failing_commit(
-        partition: int, offsets: npt.NDArray[np.int64], values: pa.Array, *, received_ms: int | None = None
-    ) -> None:
-        raise OSError("injected commit failure")
-
-    monkeypatch.setattr(runtime, "ingest", failing_commit)
-    runtime.start_flusher()
-    parts, offsets, values = _records([0])
-    runtime.buffer(parts, offsets, values)
-    _wait_for(lambda: bool(wakeups))
+    _fail_background_commits(runtime, monkeypatch, [0])
     with pytest.raises(RuntimeError, match="not committed"):
         runtime.close()
     assert _next(runtime) == {0: None, 1: None}
