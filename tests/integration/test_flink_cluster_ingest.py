@@ -47,6 +47,10 @@ def _run_on_cluster(setup: IngestSetup, rest: str) -> dict[str, object]:
     submitted = re.search(r"Job has been submitted with JobID ([0-9a-f]{32})", output)
     assert submitted is not None, output[-5000:]
     record = _cluster_job(rest, submitted.group(1))
+    # The cluster reports FINISHED when the Java operators end; the Python workers' close()
+    # may still be committing the last buffered partitions (seen: 4 commits landing up to 1 s
+    # after FINISHED). What counts is that the table and LogStore end up holding everything.
+    setup.wait_caught_up(60)
     print(f"flink run -py: {time.monotonic() - started:.1f} s wall, job {record['duration']} ms on the cluster")
     return record
 

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +25,7 @@ import pyarrow as pa
 from mixed_iceberg import MixedTable
 from mixed_iceberg.ingest.cdc import CdcFormat, CdcParser
 from mixed_iceberg.ingest.config import load_ingest_config
+from mixed_iceberg.ingest.job import caught_up
 from mixed_iceberg.ingest.runtime import load_table
 from mixed_iceberg.logstore.base import LogStoreConsumer
 from mixed_iceberg.logstore.kafka import KafkaLogReader
@@ -67,14 +68,30 @@ class IngestSetup:
     def args(self) -> list[str]:
         return ["--set", f"parallelism={self.parallelism}", "--set", f"commit-interval-ms={self.commit_interval_ms}"]
 
-    def table(self) -> MixedTable:
+    @contextlib.contextmanager
+    def environment(self) -> Iterator[None]:
+        """This pipeline's variables in ``os.environ`` (catalogs resolve ``${VAR}`` when loaded)."""
         saved = dict(os.environ)
         os.environ.update(self.env)
         try:
-            return load_table(load_ingest_config(ROOT / "conf" / "ingest.yaml"))
+            yield
         finally:
             os.environ.clear()
             os.environ.update(saved)
+
+    def table(self) -> MixedTable:
+        with self.environment():
+            return load_table(load_ingest_config(ROOT / "conf" / "ingest.yaml"))
+
+    def wait_caught_up(self, timeout: float) -> None:
+        """Wait until the table and LogStore hold the whole topic (the job's own check)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.environment():
+                if caught_up(load_ingest_config(ROOT / "conf" / "ingest.yaml")):
+                    return
+            assert time.monotonic() < deadline, f"{self.name}: not caught up after {timeout} s"
+            time.sleep(0.5)
 
     def log_changes(self) -> pa.Table:
         """Every committed LogStore change (read_committed), with partition and offset."""
