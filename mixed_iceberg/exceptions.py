@@ -13,8 +13,9 @@
     │   ├── MissingKeyError             a primary-key column is absent or null
     │   └── SchemaMismatchError         columns or types differ from the table schema
     ├── CorruptTableError           table metadata breaks a Mixed-Iceberg rule
-    └── CommitError                 a commit did not land
-        └── CommitConflictError     retryable: another commit got there first
+    ├── CommitError                 a commit did not land
+    │   └── CommitConflictError     retryable: another commit got there first
+    └── WriterFailedError           an ingest writer's commit failed; it must be restarted
 
 Messages name the table and say what was expected and what was found.
 """
@@ -35,6 +36,7 @@ __all__ = [
     "PropertyError",
     "SchemaMismatchError",
     "TableExistsError",
+    "WriterFailedError",
 ]
 
 
@@ -88,3 +90,8 @@ class CommitError(MixedIcebergError):
 
 class CommitConflictError(CommitError):
     """Another commit changed the table first; retrying may succeed."""
+
+
+class WriterFailedError(MixedIcebergError):
+    """A streaming writer's commit failed: it takes no more records and must be restarted
+    (it then resumes from what the table holds). The cause is chained."""

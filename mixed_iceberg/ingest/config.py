@@ -87,6 +87,12 @@ class IngestConfig(_Frozen):
     commit_max_records: int = Field(
         100_000, alias="commit-max-records", gt=0, description="a partition commits early once this many records wait"
     )
+    commit_threads: int = Field(
+        2,
+        alias="commit-threads",
+        gt=0,
+        description="threads per writer subtask that commit its partitions (a partition always commits from the same one)",
+    )
     create_table: TableSpec | None = Field(None, alias="create-table")
     flink: dict[str, str] = Field(default_factory=dict, description="extra Flink configuration")
 

@@ -6,9 +6,10 @@ Arrow batches: Flink SQL reads the topic with the Kafka connector (``raw`` forma
 function, :class:`IngestFunction`, chained to the source. Each source subtask owns whole Kafka
 partitions (the connector assigns partitions to readers for the life of the job), so every
 change of a key goes through one writer, in source order. The function hands its batches to
-the subtask's :class:`IngestRuntime`, which buffers them per partition and commits a partition
-every ``commit-interval-ms`` (or ``commit-max-records``); a flusher thread commits when no
-records arrive. Its output (a zero per record) goes to a ``blackhole`` table.
+the subtask's :class:`IngestRuntime`, which buffers them per partition and returns; committer
+threads commit a partition every ``commit-interval-ms`` (or at ``commit-max-records``), so the
+JVM goes on reading while a partition commits (PyFlink waits for the function at every bundle
+end). Its output (a zero per record) goes to a ``blackhole`` table.
 
 Why this shape (measured on 2 cores, see ``bench/ingest.py``): the previous plan, processing-time
 windows per partition with ``ARRAY_AGG`` into a thread-mode process function, hashed all four
@@ -35,15 +36,14 @@ from pyflink.table import DataTypes, StreamTableEnvironment
 from pyflink.table.udf import FunctionContext, ScalarFunction, udf
 
 from mixed_iceberg.exceptions import ConfigError
+from mixed_iceberg.ingest.buffering import WAKEUP_PARTITION
 from mixed_iceberg.ingest.config import IngestConfig
-from mixed_iceberg.ingest.metrics import IngestMetrics
-from mixed_iceberg.ingest.runtime import WAKEUP_PARTITION
+from mixed_iceberg.ingest.metrics import COUNTERS, IngestMetrics
 
 __all__ = ["IngestFunction", "build_pipeline", "flink_settings"]
 
 log = logging.getLogger(__name__)
 
-_METRICS = ("records_in", "changes_out", "log_messages", "dead_letters", "tombstones", "replayed_dropped", "commits")
 #: Flink settings the job sets unless the config's ``flink`` section overrides them.
 _DEFAULTS = {
     "python.execution-mode": "process",
@@ -77,30 +77,29 @@ class IngestFunction(ScalarFunction):  # type: ignore[misc]
         # TaskManager's log through Beam); the commit lines are INFO.
         logging.getLogger("mixed_iceberg").setLevel(logging.INFO)
         self._runtime = IngestRuntime(IngestConfig.from_json(self._config_json))
-        self._metrics = self._runtime.metrics
+        self._metrics = IngestMetrics()  # the writers' totals as of the last call
         group = function_context.get_metric_group().add_group("mixed_iceberg")
-        self._counters = {name: group.counter(name) for name in _METRICS}
-        self._reported = dict.fromkeys(_METRICS, 0)
+        self._counters = {name: group.counter(name) for name in COUNTERS}
         group.gauge("last_commit_ms", lambda: int(self._metrics.last_commit_ms))
         group.gauge("freshness_p50_ms", lambda: int(self._metrics.last_freshness_p50_ms))
         group.gauge("freshness_p99_ms", lambda: int(self._metrics.last_freshness_p99_ms))
-        self._runtime.start_flusher()
+        self._runtime.start_committer()
 
     def eval(self, partitions: pd.Series, offsets: pd.Series, values: pd.Series) -> pd.Series:
         count = len(values)
         self._runtime.buffer(
             partitions.to_numpy(np.int32), offsets.to_numpy(np.int64), pa.array(values, pa.binary(), from_pandas=True)
         )
-        self._report(self._metrics)
+        self._report()
         return pd.Series(np.zeros(count, np.int64))
 
-    def _report(self, metrics: IngestMetrics) -> None:
-        # Counters move here, on the function's thread, also for commits the flusher made.
-        for name in _METRICS:
-            current = int(getattr(metrics, name))
-            if current != self._reported[name]:
-                self._counters[name].inc(current - self._reported[name])
-                self._reported[name] = current
+    def _report(self) -> None:
+        # Counters move here, on the function's thread, for the commits the committers made.
+        previous, self._metrics = self._metrics, self._runtime.metrics
+        for name in COUNTERS:
+            moved = int(getattr(self._metrics, name)) - int(getattr(previous, name))
+            if moved:
+                self._counters[name].inc(moved)
 
     def close(self) -> None:
         runtime = getattr(self, "_runtime", None)

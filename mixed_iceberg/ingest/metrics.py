@@ -1,15 +1,23 @@
-"""Counters and latency samples of an ingest writer, logged per commit and exported to Flink."""
+"""Counters and latency samples of an ingest writer, logged per commit and exported to Flink.
+
+Each partition's writer has its own :class:`IngestMetrics`, updated only by the thread that
+commits that partition; :meth:`IngestMetrics.total` adds them up for reporting.
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["IngestMetrics"]
+__all__ = ["COUNTERS", "IngestMetrics"]
 
 _SAMPLES = 4096
+#: The counters (what :meth:`IngestMetrics.total` adds up and the job exports as Flink counters).
+COUNTERS = ("records_in", "changes_out", "log_messages", "dead_letters", "tombstones", "replayed_dropped", "commits")
 
 
 @dataclass(slots=True)
@@ -24,6 +32,7 @@ class IngestMetrics:
     replayed_dropped: int = 0
     commits: int = 0
     last_commit_ms: float = 0.0
+    last_commit_at: float = 0.0  # monotonic seconds
     last_freshness_p50_ms: float = 0.0
     last_freshness_p99_ms: float = 0.0
     freshness_samples: list[float] = field(default_factory=list)
@@ -33,6 +42,7 @@ class IngestMetrics:
         """Record one commit's duration and the event-to-commit latency of its rows."""
         self.commits += 1
         self.last_commit_ms = duration_ms
+        self.last_commit_at = time.monotonic()
         self.commit_ms_samples.append(duration_ms)
         if len(freshness_ms):
             p50, p99 = np.percentile(freshness_ms, [50, 99])
@@ -42,6 +52,21 @@ class IngestMetrics:
             self.freshness_samples.extend(freshness_ms[::step].tolist())
         del self.freshness_samples[:-_SAMPLES]
         del self.commit_ms_samples[:-_SAMPLES]
+
+    @classmethod
+    def total(cls, parts: Iterable[IngestMetrics], *, samples: bool = False) -> IngestMetrics:
+        """Counters summed and the latest figures of the newest commit (and, with ``samples``, the samples pooled)."""
+        out = cls()
+        for part in parts:
+            for name in COUNTERS:
+                setattr(out, name, getattr(out, name) + getattr(part, name))
+            if part.last_commit_at >= out.last_commit_at and part.commits:
+                out.last_commit_at, out.last_commit_ms = part.last_commit_at, part.last_commit_ms
+                out.last_freshness_p50_ms, out.last_freshness_p99_ms = part.last_freshness_p50_ms, part.last_freshness_p99_ms
+            if samples:
+                out.freshness_samples.extend(part.freshness_samples)
+                out.commit_ms_samples.extend(part.commit_ms_samples)
+        return out
 
     def summary(self) -> dict[str, float]:
         """The totals and p50/p99 of the kept samples (what the job logs on close)."""

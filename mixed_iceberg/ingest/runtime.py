@@ -4,28 +4,26 @@
 from ``create-table``, the source, dead-letter and LogStore topics) and computes where each
 source partition resumes: the smaller of the table's committed offset and the LogStore's
 committed position (the earliest offset where neither has any). :class:`IngestRuntime` lives
-in each writer subtask and owns one :class:`PartitionIngestor` per partition it sees; records
-reach it in whatever batches the engine delivers and it buffers them per partition until a
-partition is due (``commit-interval-ms`` since its oldest buffered record, or
-``commit-max-records``), so a commit's size does not depend on the engine's batch size.
+in each writer subtask and owns one :class:`PartitionIngestor` per partition it sees; a
+:class:`~mixed_iceberg.ingest.buffering.PartitionBuffer` buffers records per partition until
+the partition is due (``commit-interval-ms`` since its oldest buffered record, or
+``commit-max-records``), and in the job a background committer thread commits it while the
+engine goes on reading.
 
-A flusher thread commits due partitions while no records arrive. If such a commit fails, the
-subtask must fail so that Flink's restart strategy restarts it (the restarted writers reopen
-and resume from what the table and the LogStore hold). An exception in a background thread
-fails nothing, and an idle PyFlink worker is never called: the Python function only runs when
-records arrive. So the job's Kafka source also reads a job-private *wake-up* topic (at least
-one partition per subtask, read from its end), and the flusher, after logging the failure,
-writes an empty message to every partition of it: each subtask's function is called, and the
-failed one raises. Wake-ups reach the function with partition ``-1`` and are otherwise
-ignored, also when a restarted subtask reads them again.
+If a background commit fails, the subtask must fail so that Flink's restart strategy restarts
+it (the restarted writers reopen and resume from what the table and the LogStore hold). An
+exception in a background thread fails nothing, and an idle PyFlink worker is never called:
+the Python function only runs when records arrive. So the job's Kafka source also reads a
+job-private *wake-up* topic (at least one partition per subtask, read from its end), and the
+committer, after logging the failure, writes an empty message to every partition of it: each
+subtask's function is called, and the failed one raises. Wake-ups reach the function with
+partition ``-1`` and are otherwise ignored, also when a restarted subtask reads them again.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +31,7 @@ import pyarrow as pa
 
 from mixed_iceberg.catalog import load_catalog
 from mixed_iceberg.exceptions import NoSuchTableError
+from mixed_iceberg.ingest.buffering import DueBatch, PartitionBuffer
 from mixed_iceberg.ingest.cdc import CdcParser
 from mixed_iceberg.ingest.config import IngestConfig
 from mixed_iceberg.ingest.metrics import IngestMetrics
@@ -53,12 +52,9 @@ from mixed_iceberg.logstore.kafka import (
 )
 from mixed_iceberg.table import MixedTable
 
-__all__ = ["WAKEUP_PARTITION", "IngestRuntime", "ResumePlan", "load_table", "prepare"]
+__all__ = ["IngestRuntime", "ResumePlan", "load_table", "prepare"]
 
 log = logging.getLogger(__name__)
-
-#: The partition number the pipeline gives records of the wake-up topic.
-WAKEUP_PARTITION = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,25 +131,14 @@ def _log_address(table: MixedTable, config: IngestConfig) -> str:
     return table.options.log_store_address or config.source.bootstrap_servers
 
 
-@dataclass(slots=True)
-class _Pending:
-    """Records of one partition buffered since ``since`` (monotonic seconds; ``since_ms``: wall clock)."""
-
-    since: float
-    since_ms: int
-    count: int = 0
-    offsets: list[npt.NDArray[np.int64]] = field(default_factory=list)
-    values: list[pa.Array] = field(default_factory=list)
-
-
 class IngestRuntime:
     """The ingestors of one writer subtask (one per source partition it is sent).
 
     :meth:`ingest` commits one batch of one partition at once; :meth:`buffer` takes records of
-    any partitions and commits each partition when it is due. A background flusher
-    (:meth:`start_flusher`) commits due partitions when no records arrive; a failure there
-    stops it, wakes every subtask through the wake-up topic and is raised by the next
-    :meth:`buffer` call (see the module docstring).
+    any partitions and commits each partition when it is due (:class:`PartitionBuffer`).
+    After :meth:`start_committer` the commits run in a background thread, so the engine keeps
+    reading while a partition commits; a failure there stops it, wakes every subtask through
+    the wake-up topic and is raised by the next :meth:`buffer` call (see the module docstring).
     """
 
     def __init__(self, config: IngestConfig) -> None:
@@ -161,14 +146,15 @@ class IngestRuntime:
         self.table = load_table(config)
         self.parser = CdcParser(self.table.arrow_schema(), self.table.primary_key, config.source.format)
         self.log_topic, self.dead_letter_topic = _side_outputs(self.table, config)
-        self.metrics = IngestMetrics()
         self._ingestors: dict[int, PartitionIngestor] = {}
-        self._pending: dict[int, _Pending] = {}
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._flusher: threading.Thread | None = None
-        self._failure: BaseException | None = None
-        self._failure_raised = False
+        self._buffer = PartitionBuffer(
+            self._commit_due,
+            interval_s=config.commit_interval_ms / 1000,
+            max_records=config.commit_max_records,
+            threads=config.commit_threads,
+            on_failure=self._background_failure,
+            name=self.table.name,
+        )
 
     def _ingestor(self, partition: int) -> PartitionIngestor:
         found = self._ingestors.get(partition)
@@ -185,7 +171,7 @@ class IngestRuntime:
                 partition,
             )
         ingestor = PartitionIngestor(
-            self.table.refresh(),
+            load_table(config),  # its own: partitions commit from different threads
             self.parser,
             job=config.job_name,
             topic=topic,
@@ -193,7 +179,7 @@ class IngestRuntime:
             log_writer=writer,
             log_topic=self.log_topic,
             dead_letter_topic=self.dead_letter_topic,
-            metrics=self.metrics,
+            metrics=IngestMetrics(),  # updated by the one thread that commits this partition
         )
         start = ingestor.open()
         log.info(
@@ -207,67 +193,42 @@ class IngestRuntime:
         self._ingestors[partition] = ingestor
         return ingestor
 
+    @property
+    def metrics(self) -> IngestMetrics:
+        """The partitions' counters and latest figures, added up now."""
+        return IngestMetrics.total([ingestor.metrics for ingestor in list(self._ingestors.values())])
+
     def ingest(self, partition: int, offsets: npt.NDArray[np.int64], values: pa.Array, *, received_ms: int | None = None) -> None:
         """One batch of ``partition``, committed now."""
         self._ingestor(partition).process(offsets, values, received_ms=received_ms)
 
+    def _commit_due(self, batch: DueBatch) -> None:
+        self.ingest(batch.partition, batch.offsets, batch.values, received_ms=batch.received_ms)
+
     def buffer(self, partitions: npt.NDArray[np.int32], offsets: npt.NDArray[np.int64], values: pa.Array) -> None:
-        """Records of any partitions (in source order per partition); commits the partitions that are due."""
-        partitions = np.asarray(partitions, np.int32)
-        offsets = np.asarray(offsets, np.int64)
-        with self._lock:
-            if self._failure is not None:
-                self._failure_raised = True
-                raise RuntimeError(
-                    f"{self.table.name}: a background commit failed; failing this subtask so that Flink restarts it"
-                ) from self._failure
-            now = time.monotonic()
-            for partition in np.unique(partitions).tolist():  # a handful of partitions, not rows
-                if partition == WAKEUP_PARTITION:
-                    continue
-                mask = partitions == partition
-                pending = self._pending.setdefault(partition, _Pending(now, int(time.time() * 1000)))
-                pending.offsets.append(offsets[mask])
-                pending.values.append(values.filter(pa.array(mask)))
-                pending.count += int(mask.sum())
-            self._flush_due(now)
+        """Records of any partitions (in source order per partition); commits the partitions that are due.
+
+        Raises:
+            WriterFailedError: an earlier commit failed; this subtask must fail (and be restarted).
+        """
+        self._buffer.add(partitions, offsets, values)
 
     def flush_due(self) -> None:
-        """Commit every partition that is due (called by the flusher)."""
-        with self._lock:
-            self._flush_due(time.monotonic())
+        """Commit every partition that is due (inline, unless the committer runs)."""
+        self._buffer.flush_due()
 
-    def _flush_due(self, now: float) -> None:
-        interval = self.config.commit_interval_ms / 1000
-        for partition, pending in list(self._pending.items()):
-            if pending.count >= self.config.commit_max_records or now - pending.since >= interval:
-                del self._pending[partition]
-                values = pa.concat_arrays(pending.values) if len(pending.values) > 1 else pending.values[0]
-                self.ingest(partition, np.concatenate(pending.offsets), values, received_ms=pending.since_ms)
+    def start_committer(self) -> None:
+        """Commit in a background thread from now on, also while no records arrive."""
+        self._buffer.start()
 
-    def start_flusher(self) -> None:
-        """Commit due partitions from a daemon thread while no records arrive."""
-        period = max(0.05, self.config.commit_interval_ms / 4000)
-
-        def run() -> None:
-            while not self._stop.wait(period):
-                try:
-                    self.flush_due()
-                except Exception as exc:  # the job's boundary: fails the subtask, see the module docstring
-                    log.exception(
-                        "%s: background commit failed; waking the job through %s to fail this subtask (Flink then "
-                        "restarts it, and it resumes from what the table and the LogStore hold)",
-                        self.table.name,
-                        self.config.wakeup_topic,
-                    )
-                    self._failure = exc
-                    self._wake_up()
-                    return
-
-        self._flusher = threading.Thread(target=run, name="mixed-iceberg-flusher", daemon=True)
-        self._flusher.start()
-
-    def _wake_up(self) -> None:
+    def _background_failure(self, exc: BaseException) -> None:
+        log.error(
+            "%s: background commit failed; waking the job through %s to fail this subtask (Flink then "
+            "restarts it, and it resumes from what the table and the LogStore hold)",
+            self.table.name,
+            self.config.wakeup_topic,
+            exc_info=exc,
+        )
         try:
             send_wakeups(self.config.source.bootstrap_servers, self.config.wakeup_topic)
         except Exception:  # then the next record fails the subtask
@@ -276,28 +237,20 @@ class IngestRuntime:
             )
 
     def close(self) -> None:
-        """Stop the flusher, commit what is buffered (a bounded source ends here; a cancelled
-        job may as well keep what it read) and release the writers.
+        """Commit what is buffered (a bounded source ends here; a cancelled job may as well keep
+        what it read), stop the committer and release the writers.
 
         Raises:
-            RuntimeError: the flusher had failed and no :meth:`buffer` call has raised it yet.
-                A bounded source reads its wake-up partitions only up to their end at launch,
-                so it may reach its end without noticing; it must not finish as if everything
-                were committed. (After :meth:`buffer` raised, PyFlink closes the function while
-                handling that error; raising again would replace it.)
+            WriterFailedError: a background commit had failed and no :meth:`buffer` call has
+                raised it yet. A bounded source reads its wake-up partitions only up to their end
+                at launch, so it may reach its end without noticing; it must not finish as if
+                everything were committed. (After :meth:`buffer` raised, PyFlink closes the
+                function while handling that error; raising again would replace it.)
         """
-        self._stop.set()
-        if self._flusher is not None:
-            self._flusher.join()
-        with self._lock:
-            if self._failure is None:
-                self._flush_due(float("inf"))
-            log.info("%s: ingest writer closing: %s", self.table.name, self.metrics.summary())
+        try:
+            self._buffer.close()
+        finally:
+            totals = IngestMetrics.total([ingestor.metrics for ingestor in self._ingestors.values()], samples=True)
+            log.info("%s: ingest writer closing: %s", self.table.name, totals.summary())
             for ingestor in self._ingestors.values():
                 ingestor.close()
-            self._ingestors.clear()
-            self._pending.clear()
-            if self._failure is not None and not self._failure_raised:
-                raise RuntimeError(f"{self.table.name}: a background commit failed; records it held are not committed") from (
-                    self._failure
-                )

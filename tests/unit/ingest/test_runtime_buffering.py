@@ -12,9 +12,11 @@ import numpy.typing as npt
 import pyarrow as pa
 import pytest
 
+from mixed_iceberg.exceptions import WriterFailedError
 from mixed_iceberg.ingest import runtime as runtime_module
+from mixed_iceberg.ingest.buffering import WAKEUP_PARTITION
 from mixed_iceberg.ingest.config import IngestConfig
-from mixed_iceberg.ingest.runtime import WAKEUP_PARTITION, IngestRuntime
+from mixed_iceberg.ingest.runtime import IngestRuntime
 from mixed_iceberg.ingest.writer import committed_offsets
 
 
@@ -85,8 +87,8 @@ def test_a_partition_commits_early_at_commit_max_records(tmp_path: Path, monkeyp
     runtime.close()
 
 
-def test_the_flusher_commits_while_no_records_arrive(runtime: IngestRuntime) -> None:
-    runtime.start_flusher()
+def test_the_committer_commits_while_no_records_arrive(runtime: IngestRuntime) -> None:
+    runtime.start_committer()
     parts, offsets, values = _records([1, 1])
     runtime.buffer(parts, offsets, values)
     deadline = time.monotonic() + 5
@@ -115,7 +117,7 @@ def _fail_background_commits(
     runtime: IngestRuntime, monkeypatch: pytest.MonkeyPatch, partitions: list[int]
 ) -> list[tuple[str, str]]:
     """Buffer records of ``partitions`` with every commit failing; returns the (bootstrap, topic)
-    wake-ups the flusher sent once its commit failed."""
+    wake-ups the committer sent once its commit failed."""
     wakeups: list[tuple[str, str]] = []
     monkeypatch.setattr(runtime_module, "send_wakeups", lambda bootstrap, topic: wakeups.append((bootstrap, topic)))
 
@@ -125,7 +127,7 @@ def _fail_background_commits(
         raise OSError("injected commit failure")
 
     monkeypatch.setattr(runtime, "ingest", failing_commit)
-    runtime.start_flusher()
+    runtime.start_committer()
     parts, offsets, values = _records(partitions)
     runtime.buffer(parts, offsets, values)
     _wait_for(lambda: bool(wakeups))
@@ -140,7 +142,7 @@ def test_a_failed_background_commit_wakes_the_job_and_fails_the_next_call(
     assert "background commit failed" in caplog.text
     assert "injected commit failure" in caplog.text
     # A wake-up message alone (partition -1) makes the function raise: the subtask fails.
-    with pytest.raises(RuntimeError, match="failing this subtask") as raised:
+    with pytest.raises(WriterFailedError, match="failing this writer") as raised:
         runtime.buffer(np.array([WAKEUP_PARTITION], np.int32), np.zeros(1, np.int64), pa.array([b""], pa.binary()))
     assert isinstance(raised.value.__cause__, OSError)
     runtime.close()  # commits nothing after a failure (and does not raise it twice)
@@ -152,7 +154,7 @@ def test_close_raises_a_background_failure_that_no_call_has_raised(
 ) -> None:
     # A bounded source may reach its end (close) before a wake-up reaches the function.
     _fail_background_commits(runtime, monkeypatch, [0])
-    with pytest.raises(RuntimeError, match="not committed"):
+    with pytest.raises(WriterFailedError, match="not committed"):
         runtime.close()
     assert _next(runtime) == {0: None, 1: None}
 

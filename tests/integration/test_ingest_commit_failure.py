@@ -1,7 +1,8 @@
-"""A commit that fails in the flusher thread of an idle job fails the subtask; Flink restarts it.
+"""A commit that fails on the committer thread of an idle job fails the subtask; Flink restarts it.
 
 Every event is in the topic before the job starts and the commit interval is longer than the
-read, so the first commits are the flusher's, made while no records arrive. The first of them
+read, so the first commits are made while no records arrive (no call of the Python function
+could raise them). The first of them
 fails (injected through ``MIXED_ICEBERG_TEST_FAIL_FIRST_TABLE_COMMIT``). Before the wake-up
 topic the job then sat idle with those records uncommitted until ``--timeout``; now the
 subtask fails, the restart strategy restarts it, and the restarted writers commit the rest
@@ -37,8 +38,8 @@ def test_a_failed_background_commit_fails_the_subtask_and_the_restart_commits_th
 
     assert marker.exists()  # the injected failure happened
     logs = _flink_logs(setup)
-    assert "background commit failed" in logs  # ... in the flusher, not in a call with records
-    assert "failing this subtask so that Flink restarts it" in logs
+    assert "background commit failed" in logs  # ... on the committer thread, while no records arrive
+    assert "failing this writer so that it is restarted" in logs
     assert "tasks will be restarted to recover the failed task" in logs
     assert_table_matches(setup, oracle)
     assert_logstore_exactly_once(setup)
