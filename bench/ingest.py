@@ -10,9 +10,11 @@ unless it is already running, and stopped again if this script started it):
 2. baseline: a plain confluent-kafka consumer reads the whole topic (messages/s)
 3. library: the same ingest code (parse, LogStore double-write, ChangeStore commit) fed by
    that consumer, without Flink (records/s)
-4. job, backlog: ``jobs/ingest_cdc.py --until-caught-up`` over the N events; the sustained
-   rate is records / (last commit - first commit) from ChangeStore snapshot times; wall time
-   includes JVM and mini-cluster start. CPU is the job's process tree's user+system time.
+4. job, backlog: ``jobs/ingest_cdc.py --until-caught-up`` over the N events. Rates from
+   ChangeStore snapshot times: records and change rows / (last commit - first record
+   received); the steady rate counts only commits after the first 20 % of the rows (workers,
+   writers and the JVM's compiler warmed up). Wall time includes JVM and mini-cluster start.
+   CPU is the job's process tree's user+system time; the Kafka broker's is reported apart.
 5. job, live: the job runs, a producer sends ``--rate`` events/s for ``--seconds``; freshness
    per event is (ChangeStore commit time - Kafka message timestamp), p50/p99
 
@@ -145,6 +147,38 @@ def tree_cpu_seconds(session: int) -> float:
     return total
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """user+system CPU of one process (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def broker_pid() -> int | None:
+    try:
+        services = Path(os.environ.get("MIXED_ICEBERG_SERVICES_DIR", ROOT / ".services"))
+        return int((services / "kafka/kafka.pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def steady_rate(snapshots: list[tuple[int, int]], skip: float = 0.2) -> float:
+    """Rows/s over the commits after the first ``skip`` of all rows landed: the rate once the
+    workers, their writers and the JVM's compiler have warmed up. ``snapshots``: (commit ms, rows)."""
+    ordered = sorted(snapshots)
+    total = sum(rows for _, rows in ordered)
+    done = 0
+    for at, rows in ordered:
+        done += rows
+        if done >= skip * total:
+            start, start_done = at, done
+            break
+    span = (ordered[-1][0] - start) / 1000
+    return (total - start_done) / span if span > 0 else float("nan")
+
+
 def commit_times(table, job: str, topic: str) -> list[tuple[int, int, int]]:  # type: ignore[no-untyped-def]
     """(partition, next offset, commit ms) of the job's ChangeStore commits."""
     out = []
@@ -232,10 +266,11 @@ def main() -> int:
         results["load_avg_1m_before_job"] = os.getloadavg()[0]
         job = run_job(env, [*job_args, "--until-caught-up", "--timeout", "900"])
         cpu = 0.0
-        timeline: list[tuple[float, float]] = []  # (wall ms, job CPU s)
+        broker = broker_pid()
+        timeline: list[tuple[float, float, float]] = []  # (wall ms, job CPU s, broker CPU s)
         while job.poll() is None:
             cpu = max(cpu, tree_cpu_seconds(job.pid))
-            timeline.append((time.time() * 1000, cpu))
+            timeline.append((time.time() * 1000, cpu, process_cpu_seconds(broker) if broker else 0.0))
             time.sleep(0.5)
         wall = time.monotonic() - began
         results["load_avg_1m_after_job"] = os.getloadavg()[0]
@@ -261,19 +296,23 @@ def main() -> int:
         results["job_commit_span_records_per_s"] = events / max((last - first_commit) / 1000, 1e-3)
         results["job_end_to_end_records_per_s"] = events / wall
         # Rows the job added to the ChangeStore (an update event is a -U/+U pair of rows).
-        change_rows = sum(
-            int(s.summary["added-records"])
+        ours = [  # (commit ms, rows) of the job's ChangeStore snapshots
+            (s.timestamp_ms, int(s.summary["added-records"]))
             for s in table.change_store.snapshots()
             if s.summary is not None and s.summary.get(f"{SUMMARY_PREFIX}topic") == topic and "added-records" in s.summary
-        )
+        ]
+        change_rows = sum(rows for _, rows in ours)
         results["job_change_rows"] = change_rows
         results["job_sustained_change_rows_per_s"] = change_rows / max((last - first) / 1000, 1e-3)
         results["job_cpu_s"] = cpu
         # CPU the job got between its first and last commit: below 2 cores means it was starved
         # (other processes on the machine), not that it had nothing to do.
-        marks = np.array(timeline) if timeline else np.zeros((1, 2))
+        results["job_steady_change_rows_per_s"] = steady_rate(ours)
+        marks = np.array(timeline) if timeline else np.zeros((1, 3))
         span_cpu = float(np.interp(last, marks[:, 0], marks[:, 1]) - np.interp(first, marks[:, 0], marks[:, 1]))
+        broker_cpu = float(np.interp(last, marks[:, 0], marks[:, 2]) - np.interp(first, marks[:, 0], marks[:, 2]))
         results["job_cores_used_while_committing"] = span_cpu / max((last - first) / 1000, 1e-3)
+        results["broker_cores_used_while_committing"] = broker_cpu / max((last - first) / 1000, 1e-3)
         results["job_cpu_us_per_record_while_committing"] = 1e6 * span_cpu / events
         oracle = json.loads((work / "oracle.json").read_text())["final"]
         merged = table.scan(selected_fields=("id", "qty")).to_arrow()

@@ -16,9 +16,12 @@ at once: the source reads and the worker deserializes the next batches while the
 commits. The queue is bounded by ``max_in_flight`` records (queued or committing): beyond it
 :meth:`add` waits, which is Flink's backpressure.
 
-Order: a partition's records leave its buffer only under the lock, and in order, into the
-one FIFO; one thread commits, so a partition's commits follow its offsets. When no records
-arrive, the committer itself moves partitions that became due by time.
+Order: each partition is pinned to one of ``threads`` committer threads (new partitions take
+them in turn); its records leave its buffer only under the lock, and in order, into that
+thread's FIFO, so a partition's commits follow its offsets. When no records arrive, the
+committers themselves move partitions that became due by time. A committer first calls
+``prepare`` for a partition it has not seen (opening its writers while the first records
+wait for their interval, instead of in the first commit).
 
 Failure: once a commit raises, nothing after it may commit (a later batch of the same partition
 would advance the table past records that never landed). The committer drops everything, stops,
@@ -83,6 +86,7 @@ class _Lane:
     """A FIFO of due batches and the thread that commits them (partitions are pinned to a lane)."""
 
     due: collections.deque[DueBatch] = field(default_factory=collections.deque)
+    new: list[int] = field(default_factory=list)  # partitions to prepare before their first batch
     thread: threading.Thread | None = None
 
 
@@ -97,6 +101,7 @@ class PartitionBuffer:
         max_records: int,
         threads: int = 1,
         max_in_flight: int | None = None,
+        prepare: Callable[[int], object] | None = None,
         on_failure: Callable[[BaseException], None] | None = None,
         name: str = "writer",
     ) -> None:
@@ -107,6 +112,7 @@ class PartitionBuffer:
         self._max_records = max_records
         self._threads = threads
         self._max_in_flight = max_in_flight if max_in_flight is not None else (threads + 1) * max_records
+        self._prepare = prepare
         self._on_failure = on_failure
         self._name = name
         self._pending: dict[int, _Pending] = {}
@@ -205,6 +211,9 @@ class PartitionBuffer:
             else:
                 lane = self._lanes[len(self._lane_of) % self._threads]
             self._lane_of[partition] = lane
+            if self._prepare is not None:
+                lane.new.append(partition)
+                self._changed.notify_all()
         return lane
 
     def _start_thread(self, lane: _Lane) -> None:
@@ -266,9 +275,23 @@ class PartitionBuffer:
         period = max(0.05, self._interval / 4)
         while True:
             with self._changed:
-                while not lane.due and not self._closing and self._failure is None:
+                while not lane.due and not lane.new and not self._closing and self._failure is None:
                     if not self._changed.wait(period):
                         self._queue_due(time.monotonic())
-                if not lane.due or self._failure is not None:  # closing and committed, or failed
+                if self._failure is not None or not (lane.due or lane.new):  # failed, or closing and committed
                     return
+                new, lane.new = lane.new, []
+            if new and not self._prepare_all(new):
+                return
             self._commit_queued(lane)
+
+    def _prepare_all(self, partitions: list[int]) -> bool:
+        """Prepare new partitions (open their writers while their first records wait)."""
+        assert self._prepare is not None
+        try:
+            for partition in partitions:
+                self._prepare(partition)
+        except Exception as exc:  # as a failed commit: the writer must be restarted
+            self._fail(exc)
+            return False
+        return True

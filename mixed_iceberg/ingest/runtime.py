@@ -152,6 +152,7 @@ class IngestRuntime:
             interval_s=config.commit_interval_ms / 1000,
             max_records=config.commit_max_records,
             threads=config.commit_threads,
+            prepare=self._ingestor,  # opens a partition's writers while its first records wait
             on_failure=self._background_failure,
             name=self.table.name,
         )

@@ -186,3 +186,38 @@ def test_wakeup_records_are_not_buffered() -> None:
 def test_a_thread_count_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1, found 0"):
         PartitionBuffer(Recorder(), interval_s=1, max_records=1, threads=0)
+
+
+def test_a_new_partition_is_prepared_once_on_its_thread_while_its_records_wait() -> None:
+    commit = Recorder()
+    prepared: list[tuple[int, str]] = []
+    buffer = PartitionBuffer(
+        commit, interval_s=60, max_records=100, threads=2, prepare=lambda p: prepared.append((p, threading.current_thread().name))
+    )
+    buffer.start()
+    _add(buffer, [5, 9])
+    _wait_for(lambda: len(prepared) == 2)
+    assert commit.commits == []  # nothing is due yet: prepared ahead of the first commit
+    _add(buffer, [5], {5: 1})
+    buffer.close()
+    assert sorted(p for p, _ in prepared) == [5, 9]  # once each
+    threads = {p: name for p, _, name in commit.commits}
+    assert dict(prepared) == threads  # on the thread that commits the partition
+
+
+def test_a_failed_prepare_fails_the_writer_like_a_failed_commit() -> None:
+    commit = Recorder()
+    failures: list[BaseException] = []
+
+    def prepare(partition: int) -> None:
+        raise ConnectionError(f"cannot open partition {partition}")
+
+    buffer = PartitionBuffer(commit, interval_s=60, max_records=100, prepare=prepare, on_failure=failures.append)
+    buffer.start()
+    _add(buffer, [2])
+    _wait_for(lambda: bool(failures))
+    with pytest.raises(WriterFailedError) as raised:
+        _add(buffer, [2], {2: 1})
+    assert isinstance(raised.value.__cause__, ConnectionError)
+    buffer.close()
+    assert commit.commits == []
