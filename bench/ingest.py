@@ -10,7 +10,8 @@ unless it is already running, and stopped again if this script started it):
 2. baseline: a plain confluent-kafka consumer reads the whole topic (messages/s)
 3. library: the same ingest code (parse, LogStore double-write, ChangeStore commit) fed by
    that consumer, without Flink (records/s)
-4. job, backlog: ``jobs/ingest_cdc.py --until-caught-up`` over the N events. Rates from
+4. job, backlog, ``--repeat`` times (median and range): ``jobs/ingest_cdc.py --until-caught-up``
+   over the N events, each run with its own table and topics. Rates from
    ChangeStore snapshot times: records and change rows / (last commit - first record
    received); the steady rate counts only commits after the first 20 % of the rows (workers,
    writers and the JVM's compiler warmed up). Wall time includes JVM and mini-cluster start.
@@ -221,6 +222,69 @@ def run_job(env: dict[str, str], args: list[str]) -> subprocess.Popen[bytes]:
     )
 
 
+def backlog_job(env: dict[str, str], job_args: list[str], config_path: Path, topic: str, events: int) -> dict[str, object]:
+    """One ``--until-caught-up`` run of the job over the whole topic: its figures, oracle-checked."""
+    os.environ.update(env)
+    results: dict[str, object] = {"load_avg_1m_before_job": os.getloadavg()[0]}
+    began = time.monotonic()
+    job = run_job(env, [*job_args, "--until-caught-up", "--timeout", "900"])
+    cpu = 0.0
+    broker = broker_pid()
+    timeline: list[tuple[float, float, float]] = []  # (wall ms, job CPU s, broker CPU s)
+    while job.poll() is None:
+        cpu = max(cpu, tree_cpu_seconds(job.pid))
+        timeline.append((time.time() * 1000, cpu, process_cpu_seconds(broker) if broker else 0.0))
+        time.sleep(0.5)
+    wall = time.monotonic() - began
+    results["load_avg_1m_after_job"] = os.getloadavg()[0]
+    if job.returncode != 0:
+        raise SystemExit(f"job failed ({job.returncode}); see {env['BENCH_DIR']}")
+    config = load_ingest_config(config_path)
+    table = load_table(config)
+    commits = commit_times(table, config.job_name, topic)
+    last = max(t for *_, t in commits)
+    received = [
+        int(s.summary[f"{SUMMARY_PREFIX}received-ms"])
+        for s in table.change_store.snapshots()
+        if s.summary is not None and f"{SUMMARY_PREFIX}received-ms" in s.summary
+    ]
+    # From the first record reaching a writer to the last commit: JVM and mini-cluster
+    # start excluded, reading, parsing, LogStore and table commits included.
+    first = min(received) if received else min(t for *_, t in commits)
+    first_commit = min(t for *_, t in commits)
+    results["job_wall_s"] = wall
+    results["job_commits"] = len(commits)
+    results["job_sustained_records_per_s"] = events / max((last - first) / 1000, 1e-3)
+    # The figure earlier versions reported: meaningless with few commits per partition.
+    results["job_commit_span_records_per_s"] = events / max((last - first_commit) / 1000, 1e-3)
+    results["job_end_to_end_records_per_s"] = events / wall
+    # Rows the job added to the ChangeStore (an update event is a -U/+U pair of rows).
+    ours = [  # (commit ms, rows) of the job's ChangeStore snapshots
+        (s.timestamp_ms, int(s.summary["added-records"]))
+        for s in table.change_store.snapshots()
+        if s.summary is not None and s.summary.get(f"{SUMMARY_PREFIX}topic") == topic and "added-records" in s.summary
+    ]
+    change_rows = sum(rows for _, rows in ours)
+    results["job_change_rows"] = change_rows
+    results["job_sustained_change_rows_per_s"] = change_rows / max((last - first) / 1000, 1e-3)
+    results["job_steady_change_rows_per_s"] = steady_rate(ours)
+    results["job_cpu_s"] = cpu
+    # CPU the job got between its first and last commit: below 2 cores means it was starved
+    # (other processes on the machine), not that it had nothing to do.
+    marks = np.array(timeline) if timeline else np.zeros((1, 3))
+    span_cpu = float(np.interp(last, marks[:, 0], marks[:, 1]) - np.interp(first, marks[:, 0], marks[:, 1]))
+    broker_cpu = float(np.interp(last, marks[:, 0], marks[:, 2]) - np.interp(first, marks[:, 0], marks[:, 2]))
+    results["job_cores_used_while_committing"] = span_cpu / max((last - first) / 1000, 1e-3)
+    results["broker_cores_used_while_committing"] = broker_cpu / max((last - first) / 1000, 1e-3)
+    results["job_cpu_us_per_record_while_committing"] = 1e6 * span_cpu / events
+    oracle = json.loads((Path(env["BENCH_DIR"]) / "oracle.json").read_text())["final"]
+    merged = table.scan(selected_fields=("id", "qty")).to_arrow()
+    assert merged.num_rows == len(oracle), (merged.num_rows, len(oracle))
+    assert {r["id"]: r["qty"] for r in merged.to_pylist()} == {int(k): v["qty"] for k, v in oracle.items()}
+    results["oracle_check"] = "ok"
+    return results
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -229,10 +293,14 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="live phase duration")
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument(
+        "--repeat", type=int, default=None, help="backlog job runs, median and range reported (default 3, 1 with --quick)"
+    )
+    parser.add_argument(
         "--commit-interval-ms", type=int, default=1000, help="the job's commit-interval-ms (default: the product default, 1000)"
     )
     args = parser.parse_args()
     events = 200_000 if args.quick else args.events
+    args.repeat = args.repeat or (1 if args.quick else 3)
     seconds = 10.0 if args.quick else args.seconds
     started_kafka = (
         subprocess.run(["bash", str(ROOT / "scripts/services/kafka.sh"), "status"], capture_output=True).returncode != 0
@@ -260,65 +328,22 @@ def main() -> int:
         results["baseline_consumer_msgs_per_s"] = rate
         progress("library ingest without Flink")
         results["library_records_per_s"] = library_rate(env, config_path, batches)
-        progress("PyFlink job over the backlog")
-        os.environ.update(env)
-        began = time.monotonic()
-        results["load_avg_1m_before_job"] = os.getloadavg()[0]
-        job = run_job(env, [*job_args, "--until-caught-up", "--timeout", "900"])
-        cpu = 0.0
-        broker = broker_pid()
-        timeline: list[tuple[float, float, float]] = []  # (wall ms, job CPU s, broker CPU s)
-        while job.poll() is None:
-            cpu = max(cpu, tree_cpu_seconds(job.pid))
-            timeline.append((time.time() * 1000, cpu, process_cpu_seconds(broker) if broker else 0.0))
-            time.sleep(0.5)
-        wall = time.monotonic() - began
-        results["load_avg_1m_after_job"] = os.getloadavg()[0]
-        if job.returncode != 0:
-            raise SystemExit(f"job failed ({job.returncode}); see {work}")
-        config = load_ingest_config(config_path)
-        table = load_table(config)
-        commits = commit_times(table, config.job_name, topic)
-        last = max(t for *_, t in commits)
-        received = [
-            int(s.summary[f"{SUMMARY_PREFIX}received-ms"])
-            for s in table.change_store.snapshots()
-            if s.summary is not None and f"{SUMMARY_PREFIX}received-ms" in s.summary
-        ]
-        # From the first record reaching a writer to the last commit: JVM and mini-cluster
-        # start excluded, reading, parsing, LogStore and table commits included.
-        first = min(received) if received else min(t for *_, t in commits)
-        first_commit = min(t for *_, t in commits)
-        results["job_wall_s"] = wall
-        results["job_commits"] = len(commits)
-        results["job_sustained_records_per_s"] = events / max((last - first) / 1000, 1e-3)
-        # The figure earlier versions reported: meaningless with few commits per partition.
-        results["job_commit_span_records_per_s"] = events / max((last - first_commit) / 1000, 1e-3)
-        results["job_end_to_end_records_per_s"] = events / wall
-        # Rows the job added to the ChangeStore (an update event is a -U/+U pair of rows).
-        ours = [  # (commit ms, rows) of the job's ChangeStore snapshots
-            (s.timestamp_ms, int(s.summary["added-records"]))
-            for s in table.change_store.snapshots()
-            if s.summary is not None and s.summary.get(f"{SUMMARY_PREFIX}topic") == topic and "added-records" in s.summary
-        ]
-        change_rows = sum(rows for _, rows in ours)
-        results["job_change_rows"] = change_rows
-        results["job_sustained_change_rows_per_s"] = change_rows / max((last - first) / 1000, 1e-3)
-        results["job_cpu_s"] = cpu
-        # CPU the job got between its first and last commit: below 2 cores means it was starved
-        # (other processes on the machine), not that it had nothing to do.
-        results["job_steady_change_rows_per_s"] = steady_rate(ours)
-        marks = np.array(timeline) if timeline else np.zeros((1, 3))
-        span_cpu = float(np.interp(last, marks[:, 0], marks[:, 1]) - np.interp(first, marks[:, 0], marks[:, 1]))
-        broker_cpu = float(np.interp(last, marks[:, 0], marks[:, 2]) - np.interp(first, marks[:, 0], marks[:, 2]))
-        results["job_cores_used_while_committing"] = span_cpu / max((last - first) / 1000, 1e-3)
-        results["broker_cores_used_while_committing"] = broker_cpu / max((last - first) / 1000, 1e-3)
-        results["job_cpu_us_per_record_while_committing"] = 1e6 * span_cpu / events
-        oracle = json.loads((work / "oracle.json").read_text())["final"]
-        merged = table.scan(selected_fields=("id", "qty")).to_arrow()
-        assert merged.num_rows == len(oracle), (merged.num_rows, len(oracle))
-        assert {r["id"]: r["qty"] for r in merged.to_pylist()} == {int(k): v["qty"] for k, v in oracle.items()}
-        results["oracle_check"] = "ok"
+        runs = []
+        for i in range(args.repeat):
+            progress(f"PyFlink job over the backlog, run {i + 1} of {args.repeat}")
+            run_env = {**env, "MIXED_ICEBERG_INGEST_JOB": f"{run}-job{i}", "MIXED_ICEBERG_INGEST_TABLE": f"bench.orders{i}",
+                       "MIXED_ICEBERG_INGEST_DLQ": f"{run}_dlq{i}", "MIXED_ICEBERG_INGEST_LOG_TOPIC": f"{run}_log{i}"}  # fmt: skip
+            runs.append(backlog_job(run_env, job_args, config_path, topic, events))
+            progress(json.dumps(runs[-1]))
+        # Each figure: the median run's, and the range over the runs (the machine is shared).
+        for key in runs[0]:
+            values = [r[key] for r in runs]
+            if isinstance(values[0], float):
+                results[key] = float(np.median(values))
+                if len(runs) > 1:
+                    results[f"{key} (min-max)"] = f"{min(values):,.1f} - {max(values):,.1f}"
+            else:
+                results[key] = values[0] if len(set(values)) == 1 else ", ".join(map(str, values))
         progress(json.dumps(results))
         progress(f"live phase: {args.rate:,.0f} events/s for {seconds:.0f} s")
         live_topic = f"{run}_live"
