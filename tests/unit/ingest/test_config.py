@@ -59,3 +59,21 @@ def test_local_task_slots_follow_the_parallelism_and_a_bad_count_is_refused() ->
     bad = shipped.model_copy(update={"flink": {**shipped.flink, "taskmanager.numberOfTaskSlots": "two"}})
     with pytest.raises(ConfigError, match="expected a positive integer, found 'two'"):
         flink_settings(bad, "python3")
+
+
+@pytest.mark.filterwarnings("ignore:.* has been deprecated since version:DeprecationWarning")  # pyflink.table, at import
+def test_source_fetches_big_batches_unless_the_config_says_otherwise() -> None:
+    from mixed_iceberg.ingest.flink import source_options  # imports pyflink
+
+    shipped = load_ingest_config(SHIPPED, {})
+    options = source_options(shipped)
+    assert options["properties.max.partition.fetch.bytes"] == str(8 << 20)
+    assert options["properties.isolation.level"] == "read_committed"
+    assert options["topic"] == f"{shipped.source.topic};{shipped.wakeup_topic}"
+    assert "scan.bounded.mode" not in options
+    mine = shipped.model_copy(
+        update={"source": shipped.source.model_copy(update={"properties": {"max.partition.fetch.bytes": "1048576"}})}
+    )
+    bounded = source_options(mine, bounded=True)
+    assert bounded["properties.max.partition.fetch.bytes"] == "1048576"
+    assert bounded["scan.bounded.mode"] == "latest-offset"
