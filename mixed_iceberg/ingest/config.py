@@ -88,10 +88,14 @@ class IngestConfig(_Frozen):
         100_000, alias="commit-max-records", gt=0, description="a partition commits early once this many records wait"
     )
     commit_threads: int = Field(
-        2,
+        1,
         alias="commit-threads",
         gt=0,
-        description="threads per writer subtask that commit its partitions (a partition always commits from the same one)",
+        description=(
+            "threads per writer subtask that commit its partitions (a partition always commits from the same one); "
+            "more than 1 only pays where commits wait on remote storage: on a local warehouse, concurrent commits "
+            "to the one ChangeStore conflicted and retried"
+        ),
     )
     create_table: TableSpec | None = Field(None, alias="create-table")
     flink: dict[str, str] = Field(default_factory=dict, description="extra Flink configuration")
