@@ -135,26 +135,29 @@ def library_rate(
     return records / (time.monotonic() - started)
 
 
+def _stat(path: Path) -> tuple[int, float] | None:
+    """(session id, user+system CPU seconds) from a /proc stat file; None when the process is gone."""
+    try:
+        fields = path.read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[3]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def tree_cpu_seconds(session: int) -> float:
     """user+system CPU of every live process in ``session``."""
     total = 0.0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[3]) == session:
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    for path in Path("/proc").glob("[0-9]*/stat"):
+        found = _stat(path)
+        if found is not None and found[0] == session:
+            total += found[1]
     return total
 
 
 def process_cpu_seconds(pid: int) -> float:
     """user+system CPU of one process (0 when it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    found = _stat(Path(f"/proc/{pid}/stat"))
+    return found[1] if found is not None else 0.0
 
 
 def broker_pid() -> int | None:

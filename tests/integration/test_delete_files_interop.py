@@ -21,70 +21,19 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pyiceberg.catalog.sql import SqlCatalog
-from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.manifest import DataFile
-from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.typedef import Record
-from pyiceberg.types import LongType, NestedField, StringType
 
-from mixed_iceberg.store.datafiles import write_data_file
-from mixed_iceberg.store.delete_files import stage_rewrite, write_position_deletes
 from mixed_iceberg.store.equality_deletes import scan_with_equality_deletes
 from tests.support.duckdb_iceberg import read_iceberg
-from tests.support.iceberg_files import eq_deletes
+from tests.support.iceberg_files import commit, data_file, eq_deletes, new_table, pos_deletes
 
 pytestmark = pytest.mark.integration
 
-SCHEMA = Schema(
-    NestedField(1, "id", LongType(), required=False),
-    NestedField(2, "k", StringType(), required=False),
-    NestedField(3, "p", StringType(), required=False),
-    NestedField(4, "v", LongType(), required=False),
-)
 COLUMNS = ("id", "k", "p", "v")
 Row = tuple[Any, ...]
-
-
-def _table(root: Path, *, partitioned: bool) -> Table:
-    """Spec 0 is unpartitioned (global equality deletes use it); spec 1 is identity(p) if asked."""
-    root.mkdir(parents=True, exist_ok=True)
-    catalog = SqlCatalog("interop", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}/wh")
-    catalog.create_namespace_if_not_exists("db")
-    table = catalog.create_table(f"db.t{uuid.uuid4().hex[:8]}", SCHEMA, properties={"format-version": "2"})
-    if partitioned:
-        with table.update_spec() as update:
-            update.add_identity("p")
-    return table
-
-
-def _data_file(table: Table, rows: list[Row]) -> DataFile:
-    spec = table.spec()
-    arrow = pa.Table.from_pylist([dict(zip(COLUMNS, r, strict=True)) for r in rows], schema=schema_to_pyarrow(SCHEMA))
-    path = f"{table.location()}/data/d-{uuid.uuid4().hex}.parquet"
-    partition = Record(rows[0][2]) if spec.fields else Record()
-    f = write_data_file(table.io, path, arrow, SCHEMA, spec_id=spec.spec_id, partition=partition, properties=table.properties)
-    f.spec_id = spec.spec_id
-    return f
-
-
-def _pos_deletes(table: Table, targets: list[tuple[DataFile, int]]) -> DataFile:
-    return write_position_deletes(
-        table.io,
-        f"{table.location()}/data/pos-{uuid.uuid4().hex}.parquet",
-        pa.array([f.file_path for f, _ in targets]),
-        pa.array([pos for _, pos in targets]),
-        spec_id=targets[0][0].spec_id,
-        partition=targets[0][0].partition,
-        properties=table.properties,
-    )
-
-
-def _commit(table: Table, **files: Any) -> None:
-    with table.transaction() as txn:
-        stage_rewrite(txn, **files)
 
 
 def _rows(arrow: pa.Table) -> list[Row]:
@@ -99,32 +48,32 @@ def _duckdb(table: Table) -> list[Row]:
 
 
 def test_position_deletes_only_are_applied_by_every_reader(tmp_path: Path) -> None:
-    table = _table(tmp_path, partitioned=False)
-    a = _data_file(table, [(i, "x", "a", i) for i in range(8)])
-    _commit(table, add_data=[a])
-    _commit(table, add_deletes=[_pos_deletes(table, [(a, 0), (a, 3), (a, 7)])])
+    table = new_table(tmp_path, partitioned=False)
+    a = data_file(table, [(i, "x", "a", i) for i in range(8)])
+    commit(table, add_data=[a])
+    commit(table, add_deletes=[pos_deletes(table, [(a, 0), (a, 3), (a, 7)])])
     expected = [(i, "x", "a", i) for i in (1, 2, 4, 5, 6)]
     assert _rows(table.scan().to_arrow()) == _duckdb(table) == _rows(scan_with_equality_deletes(table)) == expected
 
 
 def test_rewrite_that_drops_dangling_deletes_reads_the_same_everywhere(tmp_path: Path) -> None:
-    table = _table(tmp_path, partitioned=False)
-    a, b = _data_file(table, [(i, "x", "a", i) for i in range(4)]), _data_file(table, [(9, "y", "a", 9)])
-    _commit(table, add_data=[a, b])
-    deletes = _pos_deletes(table, [(a, 1)])
-    _commit(table, add_deletes=[deletes])
+    table = new_table(tmp_path, partitioned=False)
+    a, b = data_file(table, [(i, "x", "a", i) for i in range(4)]), data_file(table, [(9, "y", "a", 9)])
+    commit(table, add_data=[a, b])
+    deletes = pos_deletes(table, [(a, 1)])
+    commit(table, add_deletes=[deletes])
     before = _duckdb(table)
-    compacted = _data_file(table, [(i, "x", "a", i) for i in (0, 2, 3)])
-    _commit(table, add_data=[compacted], remove_data=[a], remove_deletes=[deletes], operation=Operation.REPLACE)
+    compacted = data_file(table, [(i, "x", "a", i) for i in (0, 2, 3)])
+    commit(table, add_data=[compacted], remove_data=[a], remove_deletes=[deletes], operation=Operation.REPLACE)
     assert _rows(table.scan().to_arrow()) == _duckdb(table) == _rows(scan_with_equality_deletes(table)) == before
     assert table.inspect.delete_files().num_rows == 0
 
 
 def test_partitioned_position_deletes_are_applied_per_partition(tmp_path: Path) -> None:
-    table = _table(tmp_path, partitioned=True)
-    a, b = _data_file(table, [(i, "x", "a", i) for i in range(4)]), _data_file(table, [(i, "x", "b", i) for i in range(4)])
-    _commit(table, add_data=[a, b])
-    _commit(table, add_deletes=[_pos_deletes(table, [(a, 0)]), _pos_deletes(table, [(b, 2), (b, 3)])])
+    table = new_table(tmp_path, partitioned=True)
+    a, b = data_file(table, [(i, "x", "a", i) for i in range(4)]), data_file(table, [(i, "x", "b", i) for i in range(4)])
+    commit(table, add_data=[a, b])
+    commit(table, add_deletes=[pos_deletes(table, [(a, 0)]), pos_deletes(table, [(b, 2), (b, 3)])])
     expected = sorted([(i, "x", "a", i) for i in (1, 2, 3)] + [(i, "x", "b", i) for i in (0, 1)], key=repr)
     assert _rows(table.scan().to_arrow()) == _duckdb(table) == _rows(scan_with_equality_deletes(table)) == expected
 
@@ -133,39 +82,37 @@ def test_partitioned_position_deletes_are_applied_per_partition(tmp_path: Path) 
 
 
 def test_equality_delete_spares_rows_inserted_later_and_in_the_same_commit(tmp_path: Path) -> None:
-    table = _table(tmp_path, partitioned=False)
-    _commit(table, add_data=[_data_file(table, [(1, "x", "a", 1), (2, "x", "a", 2), (None, "x", "a", 3)])])
+    table = new_table(tmp_path, partitioned=False)
+    commit(table, add_data=[data_file(table, [(1, "x", "a", 1), (2, "x", "a", 2), (None, "x", "a", 3)])])
     # An upsert as Flink commits it: the new row and the delete of its key in one snapshot.
-    _commit(
-        table, add_data=[_data_file(table, [(1, "x", "a", 10)])], add_deletes=[eq_deletes(table, [(1,), (None,)], (1,), None)]
-    )
-    _commit(table, add_data=[_data_file(table, [(None, "x", "a", 30)])])
+    commit(table, add_data=[data_file(table, [(1, "x", "a", 10)])], add_deletes=[eq_deletes(table, [(1,), (None,)], (1,), None)])
+    commit(table, add_data=[data_file(table, [(None, "x", "a", 30)])])
     expected = [(1, "x", "a", 10), (2, "x", "a", 2), (None, "x", "a", 30)]
     assert _rows(scan_with_equality_deletes(table)) == _duckdb(table) == sorted(expected, key=repr)
 
 
 def test_multi_column_equality_deletes_compare_nulls_as_equal(tmp_path: Path) -> None:
-    table = _table(tmp_path, partitioned=False)
+    table = new_table(tmp_path, partitioned=False)
     rows = [(i, k, "a", n) for n, (i, k) in enumerate(itertools.product((1, None), ("x", None)))]
-    _commit(table, add_data=[_data_file(table, rows)])
-    _commit(table, add_deletes=[eq_deletes(table, [(1, None), (None, "x")], (1, 2), None)])
+    commit(table, add_data=[data_file(table, rows)])
+    commit(table, add_deletes=[eq_deletes(table, [(1, None), (None, "x")], (1, 2), None)])
     assert _rows(scan_with_equality_deletes(table)) == sorted([(1, "x", "a", 0), (None, None, "a", 3)], key=repr)
 
 
 @pytest.mark.xfail(strict=True, reason="DuckDB 1.5.5 uses SQL three-valued logic: any applicable delete drops a null key")
 def test_duckdb_keeps_a_null_key_row_that_no_delete_matches(tmp_path: Path) -> None:
-    table = _table(tmp_path, partitioned=False)
-    _commit(table, add_data=[_data_file(table, [(None, "x", "a", 0), (2, "x", "a", 1)])])
-    _commit(table, add_deletes=[eq_deletes(table, [(1,)], (1,), None)])
+    table = new_table(tmp_path, partitioned=False)
+    commit(table, add_data=[data_file(table, [(None, "x", "a", 0), (2, "x", "a", 1)])])
+    commit(table, add_deletes=[eq_deletes(table, [(1,)], (1,), None)])
     expected = [(2, "x", "a", 1), (None, "x", "a", 0)]
     assert _rows(scan_with_equality_deletes(table)) == expected
     assert _duckdb(table) == expected
 
 
 def _scoped_table(tmp_path: Path) -> Table:
-    table = _table(tmp_path, partitioned=True)
-    _commit(table, add_data=[_data_file(table, [(1, "x", "a", 1), (2, "x", "a", 2)]), _data_file(table, [(1, "x", "b", 1)])])
-    _commit(table, add_deletes=[eq_deletes(table, [(1,)], (1,), "a")])
+    table = new_table(tmp_path, partitioned=True)
+    commit(table, add_data=[data_file(table, [(1, "x", "a", 1), (2, "x", "a", 2)]), data_file(table, [(1, "x", "b", 1)])])
+    commit(table, add_deletes=[eq_deletes(table, [(1,)], (1,), "a")])
     return table
 
 
@@ -181,9 +128,9 @@ def test_duckdb_scopes_equality_deletes_to_their_partition(tmp_path: Path) -> No
 
 
 def test_global_equality_delete_applies_to_every_partition(tmp_path: Path) -> None:
-    table = _table(tmp_path, partitioned=True)
-    _commit(table, add_data=[_data_file(table, [(1, "x", "a", 1), (2, "x", "a", 2)]), _data_file(table, [(1, "x", "b", 1)])])
-    _commit(table, add_deletes=[eq_deletes(table, [(1,)], (1,), None)])
+    table = new_table(tmp_path, partitioned=True)
+    commit(table, add_data=[data_file(table, [(1, "x", "a", 1), (2, "x", "a", 2)]), data_file(table, [(1, "x", "b", 1)])])
+    commit(table, add_deletes=[eq_deletes(table, [(1,)], (1,), None)])
     assert _rows(scan_with_equality_deletes(table)) == _duckdb(table) == [(2, "x", "a", 2)]
 
 
@@ -211,7 +158,7 @@ class _Replay:
         for i, k, p in rows:
             self.counter += 1
             groups[p if self.partitioned else None].append((i, k, p, self.counter))
-        return [(_data_file(self.table, group), group) for group in groups.values()]
+        return [(data_file(self.table, group), group) for group in groups.values()]
 
     def land(self, files: list[tuple[DataFile, list[Row]]]) -> None:
         for f, group in files:
@@ -227,7 +174,7 @@ class _Replay:
 
     def insert(self, rows: list[tuple[Any, Any, str]]) -> None:
         files = self.new_files(rows)
-        _commit(self.table, add_data=[f for f, _ in files])
+        commit(self.table, add_data=[f for f, _ in files])
         self.seq += 1
         self.land(files)
 
@@ -239,7 +186,7 @@ class _Replay:
             scope = self.part(group[0])
             self.scoped |= scope is not None
             deletes.append((eq_deletes(self.table, keys, ids, scope), keys, scope))
-        _commit(self.table, add_data=[f for f, _ in files], add_deletes=[d for d, _, _ in deletes])
+        commit(self.table, add_data=[f for f, _ in files], add_deletes=[d for d, _, _ in deletes])
         self.seq += 1
         for _, keys, scope in deletes:
             self.kill_by_key(keys, ids, scope)
@@ -249,7 +196,7 @@ class _Replay:
         scope = scope if self.partitioned else None
         self.scoped |= scope is not None
         key_rows = sorted({k[: len(ids)] for k in keys}, key=repr)
-        _commit(self.table, add_deletes=[eq_deletes(self.table, key_rows, ids, scope)])
+        commit(self.table, add_deletes=[eq_deletes(self.table, key_rows, ids, scope)])
         self.seq += 1
         self.kill_by_key(key_rows, ids, scope)
 
@@ -261,8 +208,8 @@ class _Replay:
         by_part: dict[str | None, list[tuple[DataFile, int]]] = defaultdict(list)
         for r in chosen:
             by_part[self.part(r["row"])].append((self.data[r["file"]], r["pos"]))
-        files = [_pos_deletes(self.table, targets) for targets in by_part.values()]
-        _commit(self.table, add_deletes=files)
+        files = [pos_deletes(self.table, targets) for targets in by_part.values()]
+        commit(self.table, add_deletes=files)
         self.seq += 1
         self.pos_deletes += files
         for r in chosen:
@@ -276,9 +223,9 @@ class _Replay:
         if not old:
             return
         live = [r["row"] for r in in_scope if r["alive"]]
-        new = [(_data_file(self.table, live), live)] if live else []
+        new = [(data_file(self.table, live), live)] if live else []
         dangling = [d for d in self.pos_deletes if scope is None or d.partition == Record(scope)]
-        _commit(self.table, add_data=[f for f, _ in new], remove_data=[self.data.pop(p) for p in old], remove_deletes=dangling)
+        commit(self.table, add_data=[f for f, _ in new], remove_data=[self.data.pop(p) for p in old], remove_deletes=dangling)
         self.seq += 1
         self.pos_deletes = [d for d in self.pos_deletes if d not in dangling]
         self.rows = [r for r in self.rows if r["file"] not in set(old)]
@@ -309,7 +256,7 @@ def _histories(*, nulls: bool) -> st.SearchStrategy[list[tuple[Any, ...]]]:
 
 
 def _check_history(root: Path, partitioned: bool, ops: list[tuple[Any, ...]], *, with_duckdb: bool) -> None:
-    replay = _Replay(_table(root / uuid.uuid4().hex, partitioned=partitioned), partitioned)
+    replay = _Replay(new_table(root / uuid.uuid4().hex, partitioned=partitioned), partitioned)
     for name, *args in ops:
         getattr(replay, name)(*args)
     table = replay.table
