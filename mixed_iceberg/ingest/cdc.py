@@ -32,6 +32,8 @@ __all__ = ["CdcFormat", "CdcParser", "DeadLetters", "ParsedChanges"]
 
 _DEBEZIUM_OPS = ("c", "r", "u", "d")
 _MISSING_IMAGE = "missing image"
+#: Debezium's converter with schemas wraps each message as {"schema": ..., "payload": {...}}.
+_PAYLOAD = b'"payload"'
 
 
 class CdcFormat(enum.Enum):
@@ -122,10 +124,17 @@ class CdcParser:
         self._row_type = row
         if fmt is CdcFormat.DEBEZIUM_JSON:
             envelope = [("before", row), ("after", row), ("op", pa.string()), ("ts_ms", pa.int64())]
-            fields = [*envelope, ("payload", pa.struct(envelope))]
+            fields = envelope
+            # Read only for batches that hold the word: the nested payload struct costs about a
+            # third of the read (40k Debezium messages: 1.2 against 1.8 us of CPU per message).
+            wrapped = pa.schema([*envelope, ("payload", pa.struct(envelope))])
         else:
             fields = [("data", row), ("op", pa.string()), ("ts_ms", pa.int64())]
+            wrapped = None
         self._options = pj.ParseOptions(explicit_schema=pa.schema(fields), unexpected_field_behavior="ignore")
+        self._wrapped_options = (
+            pj.ParseOptions(explicit_schema=wrapped, unexpected_field_behavior="ignore") if wrapped is not None else None
+        )
 
     # -- reading, with bisection around messages the JSON reader rejects -------------------------
     def _convert(self, image: pa.Array) -> pa.StructArray:
@@ -133,22 +142,26 @@ class CdcParser:
         names = [f.name for f in self.schema]
         return pa.StructArray.from_arrays(children, names=names, mask=pc.invert(pc.is_valid(image)))
 
-    def _read(self, values: pa.Array) -> pa.Table:
-        """op, before, after (table types) and ts_ms of ``values``; raises ArrowInvalid on bad input."""
-        buffer = join_lines(values)
+    def _read(self, values: pa.Array, lines: bytes | None = None) -> pa.Table:
+        """op, before, after (table types) and ts_ms of ``values``; raises ArrowInvalid on bad input.
+
+        ``lines``: ``values`` already joined by :func:`join_lines`, if the caller has them."""
+        if lines is None:
+            lines = join_lines(values).to_pybytes()
+        wrapped = self._wrapped_options is not None and _PAYLOAD in lines
         # Blocks split at newlines only, so each message stays whole; threads parse blocks in parallel.
-        options = pj.ReadOptions(block_size=max(1 << 20, buffer.size // 4 + 1), use_threads=True)
-        raw = pj.read_json(pa.BufferReader(buffer), read_options=options, parse_options=self._options)
+        options = pj.ReadOptions(block_size=max(1 << 20, len(lines) // 4 + 1), use_threads=True)
+        parse_options = self._wrapped_options if wrapped else self._options
+        raw = pj.read_json(pa.BufferReader(lines), read_options=options, parse_options=parse_options)
         if raw.num_rows != len(values):
             raise pa.ArrowInvalid(f"expected exactly one JSON object per message, found {raw.num_rows} in {len(values)}")
         if self.format is CdcFormat.DEBEZIUM_JSON:
-            payload = raw.column("payload").combine_chunks()
-            has_payload = pc.is_valid(payload)
-            wrapped = payload.null_count < len(payload)
+            payload = raw.column("payload").combine_chunks() if wrapped else None
+            has_payload = pc.is_valid(payload) if payload is not None else None
 
             def pick(name: str) -> pa.Array:
                 bare = raw.column(name).combine_chunks()
-                return pc.if_else(has_payload, pc.struct_field(payload, name), bare) if wrapped else bare
+                return pc.if_else(has_payload, pc.struct_field(payload, name), bare) if payload is not None else bare
 
             before, after = pick("before"), pick("after")
             op, ts = pick("op"), pick("ts_ms")
@@ -158,9 +171,17 @@ class CdcParser:
         before_rows, after_rows = self._convert(before), self._convert(after)
         return pa.table({"op": op, "before": before_rows, "after": after_rows, "ts_ms": ts})
 
-    def _read_bisecting(self, values: pa.Array, start: int, parts: list[pa.Table], kept: list[int], dead: dict[int, str]) -> None:
+    def _read_bisecting(
+        self,
+        values: pa.Array,
+        start: int,
+        parts: list[pa.Table],
+        kept: list[int],
+        dead: dict[int, str],
+        lines: bytes | None = None,
+    ) -> None:
         try:
-            parts.append(self._read(values))
+            parts.append(self._read(values, lines))
             kept.extend(range(start, start + len(values)))
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
             if len(values) == 1:
@@ -225,10 +246,12 @@ class CdcParser:
             raise ValueError(f"expected one offset per message ({len(values)}), found {len(offsets)}")
         present = pc.is_valid(values).to_numpy(zero_copy_only=False)
         tombstones = int(len(values) - present.sum())
-        live = np.flatnonzero(present)
-        values, offsets = values.take(pa.array(live)), np.asarray(offsets, np.int64)[live]
+        offsets = np.asarray(offsets, np.int64)
+        if tombstones:
+            live = np.flatnonzero(present)
+            values, offsets = values.take(pa.array(live)), offsets[live]
         data, starts, stops = _bytes_of(values)
-        if np.count_nonzero((data == 0x0A) | (data == 0x0D)):
+        if (data == 0x0A).any() or (data == 0x0D).any():  # two passes: 4x faster than one with `|`
             # No message may span lines; raw newlines are JSON whitespace, so spaces are equivalent.
             values = pc.replace_substring(pc.replace_substring(values, b"\n", b" "), b"\r", b" ")
         blank_np = _blank(values, data, starts, stops)
@@ -238,7 +261,8 @@ class CdcParser:
         kept: list[int] = []
         if len(readable):
             dead_local: dict[int, str] = {}
-            self._read_bisecting(values.take(pa.array(readable)), 0, parts, kept, dead_local)
+            to_read = values if len(readable) == len(values) else values.take(pa.array(readable))
+            self._read_bisecting(to_read, 0, parts, kept, dead_local, join_lines(to_read).to_pybytes())
             dead.update({int(readable[i]): reason for i, reason in dead_local.items()})
         kept_rows = readable[np.asarray(kept, np.int64)] if kept else np.zeros(0, np.int64)
         read = pa.concat_tables(parts) if parts else None

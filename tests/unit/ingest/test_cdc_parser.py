@@ -109,3 +109,15 @@ def test_many_bad_messages_among_many_good_are_all_isolated() -> None:
     parsed = _parse(messages)
     assert sorted((parsed.dead.offsets - 10).tolist()) == sorted(bad)
     assert parsed.changes.num_rows == 2000 - len(bad)
+
+
+def test_envelope_detection_does_not_change_what_bare_messages_parse_to() -> None:
+    # The word "payload" in a value sends the batch through the envelope-aware read; a batch of
+    # envelopes only, and a batch without the word, take the other paths. All agree.
+    bare = [{"before": None, "after": {"id": i, "cat": "x", "qty": i}, "op": "c"} for i in range(3)]
+    with_word = [*bare, {"before": None, "after": {"id": 3, "cat": '"payload"', "qty": 3}, "op": "c"}]
+    wrapped = [{"schema": {"type": "struct"}, "payload": m} for m in with_word]
+    plain, worded, enveloped = _parse(bare), _parse(with_word), _parse(wrapped)
+    assert worded.changes.slice(0, 3).equals(plain.changes)
+    assert enveloped.changes.equals(worded.changes)
+    assert worded.changes.column("cat").to_pylist()[-1] == '"payload"'
