@@ -36,6 +36,7 @@ from pyflink.table import DataTypes, StreamTableEnvironment
 from pyflink.table.udf import FunctionContext, ScalarFunction, udf
 
 from mixed_iceberg.exceptions import ConfigError
+from mixed_iceberg.ingest import arrow_input
 from mixed_iceberg.ingest.buffering import WAKEUP_PARTITION
 from mixed_iceberg.ingest.config import IngestConfig
 from mixed_iceberg.ingest.metrics import COUNTERS, IngestMetrics
@@ -83,6 +84,7 @@ class IngestFunction(ScalarFunction):  # type: ignore[misc]
         # TaskManager's log through Beam); the commit lines are INFO.
         logging.getLogger("mixed_iceberg").setLevel(logging.INFO)
         self._runtime = IngestRuntime(IngestConfig.from_json(self._config_json))
+        log.info("ingest function input: %s", "Arrow arrays" if arrow_input.install() else "pandas Series")
         self._metrics = IngestMetrics()  # the writers' totals as of the last call
         group = function_context.get_metric_group().add_group("mixed_iceberg")
         self._counters = {name: group.counter(name) for name in COUNTERS}
@@ -91,11 +93,17 @@ class IngestFunction(ScalarFunction):  # type: ignore[misc]
         group.gauge("freshness_p99_ms", lambda: int(self._metrics.last_freshness_p99_ms))
         self._runtime.start_committer()
 
-    def eval(self, partitions: pd.Series, offsets: pd.Series, values: pd.Series) -> pd.Series:
+    def eval(self, partitions: pa.Array | pd.Series, offsets: pa.Array | pd.Series, values: pa.Array | pd.Series) -> pd.Series:
+        """Buffer one batch: Arrow arrays (see :mod:`~mixed_iceberg.ingest.arrow_input`) or pandas Series."""
         count = len(values)
-        self._runtime.buffer(
-            partitions.to_numpy(np.int32), offsets.to_numpy(np.int64), pa.array(values, pa.binary(), from_pandas=True)
-        )
+        if isinstance(values, pd.Series):
+            messages = pa.array(values, pa.binary(), from_pandas=True)
+            partition_ids, source_offsets = partitions.to_numpy(np.int32), offsets.to_numpy(np.int64)
+        else:
+            messages = values
+            partition_ids = np.asarray(partitions.to_numpy(zero_copy_only=False), np.int32)
+            source_offsets = np.asarray(offsets.to_numpy(zero_copy_only=False), np.int64)
+        self._runtime.buffer(partition_ids, source_offsets, messages)
         self._report()
         return pd.Series(np.zeros(count, np.int64))
 

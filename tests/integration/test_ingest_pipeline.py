@@ -45,6 +45,8 @@ def test_cdc_stream_lands_in_table_logstore_and_dead_letter_topic(kafka_bootstra
 
     assert_table_matches(setup, oracle)
     assert_logstore_exactly_once(setup)
+    worker_logs = "".join(f.read_text(errors="replace") for f in (setup.root / "flink-log").glob("*python*.log"))
+    assert "ingest function input: Arrow arrays" in worker_logs  # mixed_iceberg.ingest.arrow_input took effect
     letters, _ = read_topic(kafka_bootstrap, setup.env["MIXED_ICEBERG_INGEST_DLQ"])
     decoded = [json.loads(v) for v in letters.to_pylist()]
     assert len(decoded) == 25
