@@ -136,12 +136,18 @@ class PartitionBuffer:
         with self._changed:
             self._raise_failure()
             now = time.monotonic()
-            for partition in np.unique(partitions).tolist():  # a handful of partitions, not rows
+            present = np.unique(partitions).tolist()  # a handful of partitions, not rows
+            for partition in present:
                 if partition == WAKEUP_PARTITION:
                     continue
-                mask = partitions == partition
                 self._lane(partition)  # its committer watches the partition from its first record
                 pending = self._pending.setdefault(partition, _Pending(now, int(time.time() * 1000)))
+                if len(present) == 1:  # the usual batch: one partition's fetch, kept without a copy
+                    pending.offsets.append(offsets)
+                    pending.values.append(values)
+                    pending.count += len(offsets)
+                    continue
+                mask = partitions == partition
                 pending.offsets.append(offsets[mask])
                 pending.values.append(values.filter(pa.array(mask)))
                 pending.count += int(mask.sum())

@@ -81,6 +81,18 @@ def test_a_partition_is_due_at_max_records_and_values_stay_with_their_offsets() 
     assert commit.offsets(1) == [0]
 
 
+def test_batches_of_one_partition_are_kept_whole_and_mixed_ones_split() -> None:
+    seen: list[DueBatch] = []
+    buffer = PartitionBuffer(seen.append, interval_s=60, max_records=4)
+    _add(buffer, [2, 2])  # one partition: kept as it came
+    _add(buffer, [2, WAKEUP_PARTITION, 3, 2], {2: 2})  # mixed: split per partition, wake-ups dropped
+    assert [(b.partition, b.offsets.tolist(), b.values.to_pylist()) for b in seen] == [
+        (2, [0, 1, 2, 3], [b"2@0", b"2@1", b"2@2", b"2@3"])
+    ]
+    buffer.close()
+    assert [(b.partition, b.values.to_pylist()) for b in seen[1:]] == [(3, [b"3@0"])]
+
+
 def test_in_the_background_add_returns_while_a_commit_is_still_running() -> None:
     commit = Recorder()
     commit.gate.clear()
