@@ -121,6 +121,8 @@ auto.create.topics.enable=true
 transaction.max.timeout.ms=900000
 log.retention.hours=24
 log.segment.bytes=268435456
+# The controller's no-op record every 500 ms kept the raft-io thread busy on an idle broker.
+metadata.max.idle.interval.ms=5000
 EOF
     cat >"$STATE/log4j2.properties" <<EOF
 status = warn
