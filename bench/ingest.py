@@ -295,8 +295,9 @@ def delete_run_topics(bootstrap: str, run: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     ours = (run, f"mixed-iceberg-wakeup.{run}", "bench_lib_log")
     names = [name for name in admin.list_topics(timeout=10).topics if name.startswith(ours)]
-    for future in admin.delete_topics(names, operation_timeout=60).values() if names else ():
-        future.result()
+    if names:
+        for future in admin.delete_topics(names, operation_timeout=60).values():
+            future.result()
     progress(f"deleted {len(names)} topics of run {run}")
 
 

@@ -143,14 +143,13 @@ class PartitionBuffer:
                 self._lane(partition)  # its committer watches the partition from its first record
                 pending = self._pending.setdefault(partition, _Pending(now, int(time.time() * 1000)))
                 if len(present) == 1:  # the usual batch: one partition's fetch, kept without a copy
-                    pending.offsets.append(offsets)
-                    pending.values.append(values)
-                    pending.count += len(offsets)
-                    continue
-                mask = partitions == partition
-                pending.offsets.append(offsets[mask])
-                pending.values.append(values.filter(pa.array(mask)))
-                pending.count += int(mask.sum())
+                    own_offsets, own_values = offsets, values
+                else:
+                    mask = partitions == partition
+                    own_offsets, own_values = offsets[mask], values.filter(pa.array(mask))
+                pending.offsets.append(own_offsets)
+                pending.values.append(own_values)
+                pending.count += len(own_offsets)
             self._queue_due(now)
             if self._started:
                 # Backpressure: wait while the committers are too far behind.
