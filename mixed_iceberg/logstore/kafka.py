@@ -212,6 +212,8 @@ class KafkaLogWriter(LogWriter):
             "batch.num.messages": 10_000,
             "queue.buffering.max.messages": 500_000,
             "transaction.timeout.ms": 120_000,
+            # A missing LogStore topic is an error, not a broker-default topic (one partition).
+            "allow.auto.create.topics": False,
             "log_level": 3,
         }
         config.update(properties or {})
@@ -276,8 +278,17 @@ class KafkaLogWriter(LogWriter):
             log.warning("log writer %s: abort failed", self._id, exc_info=True)
 
     def partition_count(self, topic: str) -> int:
+        """How many partitions ``topic`` has (looked up once).
+
+        Raises:
+            LogStoreError: ``topic`` does not exist. The ingest job creates it with the source's
+                partition count; this writer does not let the broker create it with its default.
+        """
         if topic not in self._partitions:
-            metadata = self._producer.list_topics(topic, timeout=_TIMEOUT).topics[topic]
+            metadata = self._producer.list_topics(topic, timeout=_TIMEOUT).topics.get(topic)
+            if metadata is None or metadata.error is not None or not metadata.partitions:
+                found = metadata.error.str() if metadata is not None and metadata.error is not None else "no partitions"
+                raise LogStoreError(f"log writer {self._id}: expected topic {topic} to exist, found {found}")
             self._partitions[topic] = len(metadata.partitions)
         return self._partitions[topic]
 

@@ -1,0 +1,44 @@
+"""KafkaLogWriter against the real broker: a missing LogStore topic is a clear error.
+
+The broker of ``scripts/services/kafka.sh`` (like Kafka's default) creates topics on a
+producer's metadata request. The writer used to take the first answer (no partitions yet),
+hash keys modulo zero, and leave the broker to create a one-partition LogStore topic.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from mixed_iceberg.logstore.kafka import KafkaLogWriter, LogStoreError, ensure_topic, partition_count
+
+pytestmark = pytest.mark.integration
+
+
+def _writer(bootstrap: str, name: str) -> KafkaLogWriter:
+    return KafkaLogWriter(bootstrap, f"test-{name}", f"test-{name}-group", f"{name}_source", 0)
+
+
+def test_a_missing_logstore_topic_is_an_error_and_is_not_created(kafka_bootstrap: str) -> None:
+    name = f"missing_log_{time.time_ns()}"
+    writer = _writer(kafka_bootstrap, name)
+    try:
+        with pytest.raises(LogStoreError, match=f"expected topic {name} to exist"):
+            writer.partition_count(name)
+        time.sleep(1.0)  # an auto-creation would have happened by now
+        with pytest.raises(LogStoreError, match=f"expected topic {name} to exist"):
+            writer.partition_count(name)  # not cached
+        assert partition_count(kafka_bootstrap, name) == 0
+    finally:
+        writer.close()
+
+
+def test_an_existing_logstore_topic_reports_its_partitions(kafka_bootstrap: str) -> None:
+    name = f"log_{time.time_ns()}"
+    ensure_topic(kafka_bootstrap, name, 3)
+    writer = _writer(kafka_bootstrap, name)
+    try:
+        assert writer.partition_count(name) == 3
+    finally:
+        writer.close()
