@@ -288,6 +288,14 @@ def backlog_job(env: dict[str, str], job_args: list[str], config_path: Path, top
     return results
 
 
+def broker_topics(bootstrap: str) -> tuple[int, int]:
+    """(topics, partitions) on the broker, recorded with the figures."""
+    from confluent_kafka.admin import AdminClient
+
+    topics = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3}).list_topics(timeout=10).topics
+    return len(topics), sum(len(t.partitions) for t in topics.values())
+
+
 def delete_run_topics(bootstrap: str, run: str) -> None:
     """Delete the topics this run created (left behind, they filled the broker's log dir: 4.8 GB one morning)."""
     from confluent_kafka.admin import AdminClient
@@ -334,6 +342,9 @@ def main() -> int:
         "parallelism": args.parallelism,
         "commit_interval_ms": args.commit_interval_ms,
         "cpus": os.cpu_count(),
+        # A broker this script started is cold (its JIT warms up over the first job runs).
+        "broker_started_by_bench": started_kafka,
+        "broker_topics_partitions_before": "{} / {}".format(*broker_topics(bootstrap)),
     }
     try:
         topic = env["MIXED_ICEBERG_INGEST_TOPIC"]
