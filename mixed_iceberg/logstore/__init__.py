@@ -8,7 +8,7 @@ fake with Kafka's transaction semantics in :mod:`mixed_iceberg.logstore.memory`.
 
 from __future__ import annotations
 
-from mixed_iceberg.logstore.base import LogChange, LogReader, LogStoreConsumer, LogWriter, RawRecords
+from mixed_iceberg.logstore.base import LogChange, LogReader, LogStoreConsumer, LogStoreError, LogWriter, RawRecords
 from mixed_iceberg.logstore.format import decode_messages, encode_rows
 from mixed_iceberg.logstore.memory import MemoryLogBroker, MemoryLogReader, MemoryLogWriter
 
@@ -16,6 +16,7 @@ __all__ = [
     "LogChange",
     "LogReader",
     "LogStoreConsumer",
+    "LogStoreError",
     "LogWriter",
     "MemoryLogBroker",
     "MemoryLogReader",

@@ -20,10 +20,15 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from mixed_iceberg.exceptions import MixedIcebergError
 from mixed_iceberg.logstore.format import decode_messages
 from mixed_iceberg.typedef import ChangeAction
 
-__all__ = ["LogChange", "LogReader", "LogStoreConsumer", "LogWriter", "RawRecords"]
+__all__ = ["LogChange", "LogReader", "LogStoreConsumer", "LogStoreError", "LogWriter", "RawRecords"]
+
+
+class LogStoreError(MixedIcebergError):
+    """A LogStore operation failed (a missing topic, an undelivered message, a Kafka error)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +87,11 @@ class LogWriter(abc.ABC):
 
     @abc.abstractmethod
     def partition_count(self, topic: str) -> int:
-        """How many partitions ``topic`` has."""
+        """How many partitions ``topic`` has.
+
+        Raises:
+            LogStoreError: ``topic`` does not exist (writers never create topics).
+        """
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -26,12 +26,12 @@ import pyarrow as pa
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: ignore[attr-defined]
 
-from mixed_iceberg.exceptions import MixedIcebergError
-from mixed_iceberg.logstore.base import LogReader, LogWriter, RawRecords
+from mixed_iceberg.logstore.base import LogReader, LogStoreError, LogWriter, RawRecords
 
 __all__ = [
     "KafkaLogReader",
     "KafkaLogWriter",
+    "LogStoreError",
     "commit_group_offsets",
     "committed_positions",
     "ensure_partitions",
@@ -44,10 +44,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _TIMEOUT = 30.0
-
-
-class LogStoreError(MixedIcebergError):
-    """A Kafka operation of the LogStore failed."""
 
 
 def _admin(bootstrap: str) -> AdminClient:

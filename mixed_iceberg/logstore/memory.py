@@ -16,7 +16,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from mixed_iceberg.exceptions import MixedIcebergError
-from mixed_iceberg.logstore.base import LogReader, LogWriter, RawRecords
+from mixed_iceberg.logstore.base import LogReader, LogStoreError, LogWriter, RawRecords
 
 __all__ = ["MemoryLogBroker", "MemoryLogReader", "MemoryLogWriter"]
 
@@ -42,8 +42,19 @@ class MemoryLogBroker:
         self.topics.setdefault(topic, [[] for _ in range(partitions or self.default_partitions)])
 
     def partitions(self, topic: str) -> list[list[tuple[bytes, _Txn]]]:
-        self.create_topic(topic)
-        return self.topics[topic]
+        """``topic``'s partitions; none when it does not exist (readers see nothing)."""
+        return self.topics.get(topic, [])
+
+    def writable(self, topic: str) -> list[list[tuple[bytes, _Txn]]]:
+        """``topic``'s partitions for a writer: like Kafka's writer, it never creates the topic.
+
+        Raises:
+            LogStoreError: ``topic`` does not exist.
+        """
+        found = self.topics.get(topic)
+        if found is None:
+            raise LogStoreError(f"memory log broker: expected topic {topic} to exist, found none")
+        return found
 
     def committed_values(self, topic: str) -> list[bytes]:
         """Every committed value of ``topic``, partition by partition (for tests)."""
@@ -81,7 +92,7 @@ class MemoryLogWriter(LogWriter):
         self._check_epoch()
         if self._txn is None:
             raise MixedIcebergError(f"log writer {self._id}: send outside a transaction")
-        parts = self._broker.partitions(topic)
+        parts = self._broker.writable(topic)
         targets = partitions if partitions is not None else np.array([next(self._rr) % len(parts) for _ in range(len(values))])
         for value, target in zip(values.to_pylist(), targets.tolist(), strict=True):
             parts[target].append((value, self._txn))
@@ -102,7 +113,7 @@ class MemoryLogWriter(LogWriter):
         self._txn = None
 
     def partition_count(self, topic: str) -> int:
-        return len(self._broker.partitions(topic))
+        return len(self._broker.writable(topic))
 
     def close(self) -> None:
         self._txn = None

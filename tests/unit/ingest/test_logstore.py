@@ -10,6 +10,7 @@ import pytest
 
 from mixed_iceberg.logstore import (
     LogStoreConsumer,
+    LogStoreError,
     MemoryLogBroker,
     MemoryLogReader,
     MemoryLogWriter,
@@ -51,6 +52,7 @@ def test_a_message_without_the_version_header_is_rejected() -> None:
 
 def test_fake_hides_aborted_and_open_transactions_and_fences_old_writers() -> None:
     broker = MemoryLogBroker(default_partitions=2)
+    broker.create_topic("log")
     writer = MemoryLogWriter(broker, "w")
     assert writer.open() is None
     messages = encode_rows(ROWS, np.array([0, 0, 0], np.int8), upstream_id=b"abcd", epic=1)
@@ -69,3 +71,17 @@ def test_fake_hides_aborted_and_open_transactions_and_fences_old_writers() -> No
     changes = list(LogStoreConsumer(MemoryLogReader(broker, "log"), ROWS.schema).changes(idle_timeout=0))
     assert sorted(c.row["id"] for c in changes) == [1, 2, 3]
     assert {c.action for c in changes} == {ChangeAction.INSERT}
+
+
+def test_fake_writer_never_creates_a_topic_like_the_kafka_writer() -> None:
+    # tests/integration/test_kafka_log_writer.py checks the same of KafkaLogWriter
+    broker = MemoryLogBroker()
+    writer = MemoryLogWriter(broker, "w")
+    writer.open()
+    writer.begin()
+    with pytest.raises(LogStoreError, match="expected topic log to exist"):
+        writer.partition_count("log")
+    with pytest.raises(LogStoreError, match="expected topic log to exist"):
+        writer.send("log", pa.array([b"x"]), np.array([0], np.int32))
+    assert "log" not in broker.topics
+    assert MemoryLogReader(broker, "log").fetch().values.to_pylist() == []  # reading a missing topic: nothing

@@ -56,6 +56,8 @@ def _ingestor(
     table: MixedTable, broker: MemoryLogBroker, writer_cls: type[MemoryLogWriter] = MemoryLogWriter
 ) -> PartitionIngestor:
     parser = CdcParser(table.arrow_schema(), table.primary_key, CdcFormat.DEBEZIUM_JSON)
+    broker.create_topic("log")  # as the job's prepare() does: writers never create topics
+    broker.create_topic("dlq", 1)
     return PartitionIngestor(
         table, parser, job="j", topic="src", partition=0,
         log_writer=writer_cls(broker, "j/src/0"), log_topic="log", dead_letter_topic="dlq",
