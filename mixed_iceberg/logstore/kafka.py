@@ -46,8 +46,13 @@ log = logging.getLogger(__name__)
 _TIMEOUT = 30.0
 
 
+#: librdkafka lets a producer's (and an admin client's) metadata request for a missing topic
+#: create it with the broker's defaults (one partition). Our topics are created explicitly.
+_NO_AUTO_CREATE = {"allow.auto.create.topics": False}
+
+
 def _admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 3, **_NO_AUTO_CREATE})
 
 
 def ensure_topic(bootstrap: str, topic: str, partitions: int, config: Mapping[str, str] | None = None) -> None:
@@ -164,7 +169,7 @@ def commit_group_offsets(bootstrap: str, group: str, offsets: Mapping[tuple[str,
 def send_wakeups(bootstrap: str, topic: str) -> None:
     """An empty message to every partition of ``topic``: wakes every reader of an idle job that
     also reads ``topic`` (see :mod:`mixed_iceberg.ingest.runtime`)."""
-    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 3})
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 3, **_NO_AUTO_CREATE})
     for partition in range(partition_count(bootstrap, topic)):
         producer.produce(topic, b"", partition=partition)
     left = producer.flush(_TIMEOUT)
@@ -208,9 +213,8 @@ class KafkaLogWriter(LogWriter):
             "batch.num.messages": 10_000,
             "queue.buffering.max.messages": 500_000,
             "transaction.timeout.ms": 120_000,
-            # A missing LogStore topic is an error, not a broker-default topic (one partition).
-            "allow.auto.create.topics": False,
             "log_level": 3,
+            **_NO_AUTO_CREATE,  # a missing LogStore topic is an error (partition_count)
         }
         config.update(properties or {})
         self._id = transactional_id

@@ -1,8 +1,9 @@
 """KafkaLogWriter against the real broker: a missing LogStore topic is a clear error.
 
-The broker of ``scripts/services/kafka.sh`` (like Kafka's default) creates topics on a
-producer's metadata request. The writer used to take the first answer (no partitions yet),
-hash keys modulo zero, and leave the broker to create a one-partition LogStore topic.
+The broker of ``scripts/services/kafka.sh`` (like Kafka's default) creates a topic when a
+producer or an admin client asks for its metadata. The writer used to take the first answer
+(no partitions yet), hash keys modulo zero, and leave the broker to create a one-partition
+LogStore topic; ``partition_count`` (an admin client) created the topics it looked up.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def test_a_missing_logstore_topic_is_an_error_and_is_not_created(kafka_bootstrap
     try:
         with pytest.raises(LogStoreError, match=f"expected topic {name} to exist"):
             writer.partition_count(name)
-        time.sleep(1.0)  # an auto-creation would have happened by now
+        assert partition_count(kafka_bootstrap, name) == 0
+        time.sleep(1.5)  # an auto-creation would have happened by now
         with pytest.raises(LogStoreError, match=f"expected topic {name} to exist"):
             writer.partition_count(name)  # not cached
         assert partition_count(kafka_bootstrap, name) == 0
