@@ -15,7 +15,8 @@
     ├── CorruptTableError           table metadata breaks a Mixed-Iceberg rule
     ├── CommitError                 a commit did not land
     │   └── CommitConflictError     retryable: another commit got there first
-    └── WriterFailedError           an ingest writer's commit failed; it must be restarted
+    ├── WriterFailedError           an ingest writer's commit failed; it must be restarted
+    └── LogStoreError               a LogStore (Kafka) operation failed: a missing topic, an undelivered message
 
 Messages name the table and say what was expected and what was found.
 """
@@ -29,6 +30,7 @@ __all__ = [
     "CorruptTableError",
     "InvalidChangeActionError",
     "InvalidChangeError",
+    "LogStoreError",
     "MissingKeyError",
     "MixedIcebergError",
     "NoSuchTableError",
@@ -95,3 +97,7 @@ class CommitConflictError(CommitError):
 class WriterFailedError(MixedIcebergError):
     """A streaming writer's commit failed: it takes no more records and must be restarted
     (it then resumes from what the table holds). The cause is chained."""
+
+
+class LogStoreError(MixedIcebergError):
+    """A LogStore operation failed: a missing topic, an undelivered message, a Kafka error."""

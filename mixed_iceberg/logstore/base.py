@@ -20,15 +20,11 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from mixed_iceberg.exceptions import MixedIcebergError
+from mixed_iceberg.exceptions import LogStoreError
 from mixed_iceberg.logstore.format import decode_messages
 from mixed_iceberg.typedef import ChangeAction
 
 __all__ = ["LogChange", "LogReader", "LogStoreConsumer", "LogStoreError", "LogWriter", "RawRecords"]
-
-
-class LogStoreError(MixedIcebergError):
-    """A LogStore operation failed (a missing topic, an undelivered message, a Kafka error)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,8 @@ import pyarrow as pa
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: ignore[attr-defined]
 
-from mixed_iceberg.logstore.base import LogReader, LogStoreError, LogWriter, RawRecords
+from mixed_iceberg.exceptions import LogStoreError
+from mixed_iceberg.logstore.base import LogReader, LogWriter, RawRecords
 
 __all__ = [
     "KafkaLogReader",

@@ -15,8 +15,8 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from mixed_iceberg.exceptions import MixedIcebergError
-from mixed_iceberg.logstore.base import LogReader, LogStoreError, LogWriter, RawRecords
+from mixed_iceberg.exceptions import LogStoreError, MixedIcebergError
+from mixed_iceberg.logstore.base import LogReader, LogWriter, RawRecords
 
 __all__ = ["MemoryLogBroker", "MemoryLogReader", "MemoryLogWriter"]
 
