@@ -288,19 +288,22 @@ def backlog_job(env: dict[str, str], job_args: list[str], config_path: Path, top
     return results
 
 
-def broker_topics(bootstrap: str) -> tuple[int, int]:
-    """(topics, partitions) on the broker, recorded with the figures."""
+def broker_admin(bootstrap: str):  # type: ignore[no-untyped-def]
+    """An admin client of the broker (it lists every topic, so it never makes the broker create one)."""
     from confluent_kafka.admin import AdminClient
 
-    topics = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3}).list_topics(timeout=10).topics
+    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+
+
+def broker_topics(bootstrap: str) -> tuple[int, int]:
+    """(topics, partitions) on the broker, recorded with the figures."""
+    topics = broker_admin(bootstrap).list_topics(timeout=10).topics
     return len(topics), sum(len(t.partitions) for t in topics.values())
 
 
 def delete_run_topics(bootstrap: str, run: str) -> None:
     """Delete the topics this run created (left behind, they filled the broker's log dir: 4.8 GB one morning)."""
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    admin = broker_admin(bootstrap)
     ours = (run, f"mixed-iceberg-wakeup.{run}", "bench_lib_log")
     names = [name for name in admin.list_topics(timeout=10).topics if name.startswith(ours)]
     if names:
