@@ -7,8 +7,12 @@ Generated events follow a random walk over ``--keys`` primary keys: an insert fo
 is not live, else an update (70 %) or a delete; ``--bad`` adds malformed messages at random
 positions (they must end in the dead-letter topic). Messages are keyed by primary key, so
 Kafka's partitioner keeps each key in one partition (per-key order). ``--oracle`` writes the
-final state (``{id: row}``) and the counts as JSON. ``ts_ms`` is the time each chunk is
-produced, so the job can measure freshness. Replayed files hold one Debezium message per line
+final state (``{id: row}``), the counts and ``visible_ms`` (when the last message could be read)
+as JSON. ``ts_ms`` is the time each chunk is produced, so the job can measure freshness.
+``--transaction`` produces the whole stream in one Kafka transaction, so a read-committed
+consumer (the ingest job) sees all of it at once, when it commits: a backlog handed to a job
+that is already running. ``--first-key`` shifts the keys, so streams can share a topic and
+their oracles add up. Replayed files hold one Debezium message per line
 (envelope or bare payload); their key is taken from ``--key-field`` of the after/before image.
 """
 
@@ -30,10 +34,10 @@ from mixed_iceberg.logstore.kafka import ensure_topic
 _CHUNK = 10_000
 
 
-def generate(events: int, keys: int, bad: int, seed: int) -> Iterator[tuple[bytes | None, bytes]]:
-    """(key, value) pairs; the oracle is kept in ``generate.final``."""
+def generate(events: int, keys: int, bad: int, seed: int, first_key: int = 0) -> Iterator[tuple[bytes | None, bytes]]:
+    """(key, value) pairs over keys ``first_key`` to ``first_key + keys - 1``; the oracle is kept in ``generate.final``."""
     rng = np.random.default_rng(seed)
-    chosen = rng.integers(0, keys, events)
+    chosen = rng.integers(first_key, first_key + keys, events)
     coin = rng.random(events)
     qty = rng.integers(1, 100, events)
     price = np.round(rng.uniform(1, 500, events), 2)
@@ -98,6 +102,8 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--keys", type=int, default=10_000)
+    parser.add_argument("--first-key", type=int, default=0, help="the smallest generated key")
+    parser.add_argument("--transaction", action="store_true", help="produce everything in one Kafka transaction")
     parser.add_argument("--bad", type=int, default=0, help="malformed messages to mix in")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--rate", type=float, default=0.0, help="events per second (0: as fast as possible)")
@@ -109,15 +115,23 @@ def main() -> int:
     from confluent_kafka import Producer
 
     ensure_topic(args.bootstrap, args.topic, args.partitions)
-    producer = Producer(
-        {
-            "bootstrap.servers": args.bootstrap,
-            "linger.ms": 20,
-            "enable.idempotence": True,
-            "queue.buffering.max.messages": 1_000_000,
-        }
-    )
-    stream = replay(args.replay, args.key_field) if args.replay else generate(args.events, args.keys, args.bad, args.seed)
+    settings: dict[str, object] = {
+        "bootstrap.servers": args.bootstrap,
+        "linger.ms": 20,
+        "enable.idempotence": True,
+        "queue.buffering.max.messages": 1_000_000,
+    }
+    if args.transaction:
+        # Long enough for millions of messages; the broker's default ceiling is 15 minutes.
+        settings.update({"transactional.id": f"produce-cdc-{args.topic}-{time.time_ns()}", "transaction.timeout.ms": 600_000})
+    producer = Producer(settings)
+    if args.transaction:
+        producer.init_transactions(60)
+        producer.begin_transaction()
+    if args.replay:
+        stream = replay(args.replay, args.key_field)
+    else:
+        stream = generate(args.events, args.keys, args.bad, args.seed, args.first_key)
     started = time.monotonic()
     count = 0
     now_marker = b'"ts_ms":0,'
@@ -135,13 +149,24 @@ def main() -> int:
             except BufferError:
                 producer.poll(0.05)
         count += 1
-    producer.flush(60)
+    if producer.flush(60):
+        raise SystemExit(f"{len(producer)} messages still unsent to {args.topic} after 60 s")
+    if args.transaction:
+        producer.commit_transaction(60)
+    visible_ms = int(time.time() * 1000)
     elapsed = time.monotonic() - started
     print(f"produced {count} messages to {args.topic} in {elapsed:.1f} s ({count / max(elapsed, 1e-9):,.0f}/s)")
     if args.oracle and not args.replay:
         final = generate.final  # type: ignore[attr-defined]
         args.oracle.write_text(
-            json.dumps({"events": args.events, "bad": args.bad, "final": {str(k): v for k, v in final.items()}})
+            json.dumps(
+                {
+                    "events": args.events,
+                    "bad": args.bad,
+                    "visible_ms": visible_ms,
+                    "final": {str(k): v for k, v in final.items()},
+                }
+            )
         )
     return 0
 

@@ -20,7 +20,7 @@ from mixed_iceberg.exceptions import ConfigError, NoSuchTableError
 from mixed_iceberg.ingest.config import IngestConfig, load_ingest_config, pin_catalog
 from mixed_iceberg.ingest.runtime import load_table, prepare
 from mixed_iceberg.ingest.writer import committed_offsets, log_position_group
-from mixed_iceberg.logstore.kafka import committed_positions, watermarks
+from mixed_iceberg.logstore.kafka import committed_positions, readable_from, watermarks
 
 __all__ = ["caught_up", "connector_jars", "main"]
 
@@ -44,7 +44,13 @@ def connector_jars() -> list[Path]:
 
 
 def caught_up(config: IngestConfig) -> bool:
-    """Whether the table (and LogStore position) reached the source's current end offsets."""
+    """Whether the table (and LogStore position) hold every record the source topic has now.
+
+    A partition whose recorded position is below its end offset may still be consumed: the
+    offsets left are transaction markers or aborted records (a transactional CDC producer,
+    such as Debezium with exactly-once delivery), so those partitions are asked whether a
+    read-committed consumer finds a record from there.
+    """
     source = config.source
     marks = watermarks(source.bootstrap_servers, source.topic)
     try:
@@ -52,13 +58,13 @@ def caught_up(config: IngestConfig) -> bool:
     except NoSuchTableError:  # the job has not created it yet
         return False
     done = committed_offsets(table, config.job_name, source.topic, sorted(marks))
-    if any((done[p] or low) < high for p, (low, high) in marks.items()):
-        return False
+    starts = {p: done[p] or low for p, (low, _) in marks.items()}
     if table.options.log_store_enabled or config.dead_letter_topic:
         address = table.options.log_store_address or source.bootstrap_servers
         positions = committed_positions(address, log_position_group(config.job_name), source.topic, sorted(marks))
-        return all((positions[p] or low) >= high for p, (low, high) in marks.items())
-    return True
+        starts = {p: min(start, positions[p] or marks[p][0]) for p, start in starts.items()}
+    behind = {p: start for p, start in starts.items() if start < marks[p][1]}
+    return not behind or not readable_from(source.bootstrap_servers, source.topic, behind)
 
 
 def _overrides(pairs: list[str]) -> dict[str, str]:

@@ -38,6 +38,7 @@ __all__ = [
     "ensure_partitions",
     "ensure_topic",
     "partition_count",
+    "readable_from",
     "send_wakeups",
     "watermarks",
 ]
@@ -124,6 +125,37 @@ def watermarks(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:
     try:
         count = partition_count(bootstrap, topic)
         return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=_TIMEOUT) for p in range(count)}
+    finally:
+        consumer.close()
+
+
+def readable_from(bootstrap: str, topic: str, starts: Mapping[int, int], timeout: float = _TIMEOUT) -> set[int]:
+    """The partitions of ``topic`` where a read-committed consumer finds a record at or after ``starts[p]``.
+
+    An offset below a partition's end need not hold a readable record: every Kafka transaction
+    ends with a commit (or abort) marker, and a read-committed consumer skips the markers and
+    the records of aborted transactions. A partition still unanswered after ``timeout`` seconds
+    is counted as readable (not known to be consumed).
+    """
+    if not starts:
+        return set()
+    consumer = _consumer(bootstrap, f"mixed-iceberg-probe-{uuid.uuid4().hex[:8]}", {"enable.partition.eof": True})
+    pending, found = set(starts), set()
+    try:
+        consumer.assign([TopicPartition(topic, p, offset) for p, offset in starts.items()])
+        deadline = time.monotonic() + timeout
+        while pending and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            partition = message.partition() if message is not None else None
+            if message is None or partition not in pending:
+                continue  # also client-wide errors (no partition): librdkafka retries them
+            error = message.error()
+            if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                raise LogStoreError(f"reading {topic} [{partition}] from offset {starts[partition]}: {error}")
+            pending.discard(partition)
+            if error is None:
+                found.add(partition)
+        return found | pending
     finally:
         consumer.close()
 
