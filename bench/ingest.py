@@ -16,10 +16,16 @@ unless it is already running, and stopped again if this script started it):
    received); the steady rate counts only commits after the first 20 % of the rows (workers,
    writers and the JVM's compiler warmed up). Wall time includes JVM and mini-cluster start.
    CPU is the job's process tree's user+system time; the Kafka broker's is reported apart.
-5. job, live: the job runs, a producer sends ``--rate`` events/s for ``--seconds``; freshness
+5. job, running: one job runs on its own topic; after ``--running-warmup`` events (not
+   reported), ``--running-runs`` backlogs of N events, each produced in one Kafka transaction,
+   so the job sees the whole backlog when it commits. Rates: change rows / (last ChangeStore
+   commit - transaction commit). This is the sustained rate of a streaming job that is already
+   warm (Nexmark, likewise, starts measuring minutes after the job starts); phase 4's fresh
+   job spends much of a 1M backlog compiling (docs/ingest.md).
+6. job, live: the job runs, a producer sends ``--rate`` events/s for ``--seconds``; freshness
    per event is (ChangeStore commit time - Kafka message timestamp), p50/p99
 
-The merged table is checked against the producer's oracle after phase 4.
+The merged table is checked against the producer's oracles after phases 4 and 5.
 """
 
 from __future__ import annotations
@@ -31,11 +37,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from host_probe import host_probe  # bench/ is on sys.path when this runs as a script
 
 from mixed_iceberg.ingest.cdc import CdcFormat, CdcParser
 from mixed_iceberg.ingest.config import load_ingest_config
@@ -58,11 +66,23 @@ def kafka(command: str) -> str:
     ).stdout.strip()
 
 
-def produce(env: dict[str, str], topic: str, events: int, oracle: Path | None = None, rate: float = 0) -> float:
+def produce(
+    env: dict[str, str],
+    topic: str,
+    events: int,
+    oracle: Path | None = None,
+    rate: float = 0,
+    *,
+    first_key: int = 0,
+    transaction: bool = False,
+) -> float:
     command = [PY, str(ROOT / "scripts/produce_cdc.py"), "--bootstrap", env["MIXED_ICEBERG_KAFKA_BOOTSTRAP"], "--topic", topic,
-               "--events", str(events), "--keys", str(max(1000, events // 100)), "--rate", str(rate)]  # fmt: skip
+               "--events", str(events), "--keys", str(max(1000, events // 100)), "--rate", str(rate),
+               "--first-key", str(first_key)]  # fmt: skip
     if oracle:
         command += ["--oracle", str(oracle)]
+    if transaction:
+        command.append("--transaction")
     started = time.monotonic()
     subprocess.run(command, check=True, env=env, capture_output=True)
     return time.monotonic() - started
@@ -168,6 +188,42 @@ def broker_pid() -> int | None:
         return None
 
 
+class CpuTimeline:
+    """(wall ms, CPU s of a job's process tree, CPU s of the broker) every 0.5 s, on a thread."""
+
+    def __init__(self, session: int) -> None:
+        self.session, self.broker = session, broker_pid()
+        self.marks: list[tuple[float, float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        cpu = 0.0
+        while not self._stop.is_set():
+            cpu = max(cpu, tree_cpu_seconds(self.session))  # processes that ended take their CPU along
+            self.marks.append((time.time() * 1000, cpu, process_cpu_seconds(self.broker) if self.broker else 0.0))
+            self._stop.wait(0.5)
+
+    def __enter__(self) -> CpuTimeline:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def job_cpu_s(self) -> float:
+        return self.marks[-1][1] if self.marks else 0.0
+
+    def between(self, first_ms: float, last_ms: float) -> tuple[float, float]:
+        """(job CPU s, broker CPU s) spent from ``first_ms`` to ``last_ms``, interpolated."""
+        marks = np.array(self.marks) if self.marks else np.zeros((1, 3))
+        job = np.interp(last_ms, marks[:, 0], marks[:, 1]) - np.interp(first_ms, marks[:, 0], marks[:, 1])
+        broker = np.interp(last_ms, marks[:, 0], marks[:, 2]) - np.interp(first_ms, marks[:, 0], marks[:, 2])
+        return float(job), float(broker)
+
+
 def steady_rate(snapshots: list[tuple[int, int]], skip: float = 0.2) -> float:
     """Rows/s over the commits after the first ``skip`` of all rows landed: the rate once the
     workers, their writers and the JVM's compiler have warmed up. ``snapshots``: (commit ms, rows)."""
@@ -231,13 +287,8 @@ def backlog_job(env: dict[str, str], job_args: list[str], config_path: Path, top
     results: dict[str, object] = {"load_avg_1m_before_job": os.getloadavg()[0]}
     began = time.monotonic()
     job = run_job(env, [*job_args, "--until-caught-up", "--timeout", "900"])
-    cpu = 0.0
-    broker = broker_pid()
-    timeline: list[tuple[float, float, float]] = []  # (wall ms, job CPU s, broker CPU s)
-    while job.poll() is None:
-        cpu = max(cpu, tree_cpu_seconds(job.pid))
-        timeline.append((time.time() * 1000, cpu, process_cpu_seconds(broker) if broker else 0.0))
-        time.sleep(0.5)
+    with CpuTimeline(job.pid) as timeline:
+        job.wait()
     wall = time.monotonic() - began
     results["load_avg_1m_after_job"] = os.getloadavg()[0]
     if job.returncode != 0:
@@ -271,21 +322,105 @@ def backlog_job(env: dict[str, str], job_args: list[str], config_path: Path, top
     results["job_change_rows"] = change_rows
     results["job_sustained_change_rows_per_s"] = change_rows / max((last - first) / 1000, 1e-3)
     results["job_steady_change_rows_per_s"] = steady_rate(ours)
-    results["job_cpu_s"] = cpu
+    results["job_cpu_s"] = timeline.job_cpu_s
     # CPU the job got between its first and last commit: below 2 cores means it was starved
     # (other processes on the machine), not that it had nothing to do.
-    marks = np.array(timeline) if timeline else np.zeros((1, 3))
-    span_cpu = float(np.interp(last, marks[:, 0], marks[:, 1]) - np.interp(first, marks[:, 0], marks[:, 1]))
-    broker_cpu = float(np.interp(last, marks[:, 0], marks[:, 2]) - np.interp(first, marks[:, 0], marks[:, 2]))
+    span_cpu, broker_cpu = timeline.between(first, last)
     results["job_cores_used_while_committing"] = span_cpu / max((last - first) / 1000, 1e-3)
     results["broker_cores_used_while_committing"] = broker_cpu / max((last - first) / 1000, 1e-3)
     results["job_cpu_us_per_record_while_committing"] = 1e6 * span_cpu / events
-    oracle = json.loads((Path(env["BENCH_DIR"]) / "oracle.json").read_text())["final"]
-    merged = table.scan(selected_fields=("id", "qty")).to_arrow()
-    assert merged.num_rows == len(oracle), (merged.num_rows, len(oracle))
-    assert {r["id"]: r["qty"] for r in merged.to_pylist()} == {int(k): v["qty"] for k, v in oracle.items()}
+    check_oracle(table, [Path(env["BENCH_DIR"]) / "oracle.json"])
     results["oracle_check"] = "ok"
     return results
+
+
+def check_oracle(table, oracles: list[Path]) -> None:  # type: ignore[no-untyped-def]
+    """The merged table equals the final state of the streams (their keys do not overlap)."""
+    final = {int(k): v["qty"] for path in oracles for k, v in json.loads(path.read_text())["final"].items()}
+    merged = table.scan(selected_fields=("id", "qty")).to_arrow()
+    assert merged.num_rows == len(final), (merged.num_rows, len(final))
+    assert dict(zip(merged.column("id").to_pylist(), merged.column("qty").to_pylist(), strict=True)) == final
+
+
+def wait_caught_up(config, job: subprocess.Popen[bytes], timeout: float) -> None:  # type: ignore[no-untyped-def]
+    """Poll the job's own check once a second (each poll opens Kafka clients and reads the table)."""
+    deadline = time.monotonic() + timeout
+    while not caught_up(config):
+        if job.poll() is not None:
+            raise SystemExit(f"job ended ({job.returncode}) before catching up; see {os.environ['BENCH_DIR']}")
+        if time.monotonic() > deadline:
+            raise SystemExit(f"job not caught up after {timeout:.0f} s; see {os.environ['BENCH_DIR']}")
+        time.sleep(1.0)
+
+
+def running_job_backlogs(
+    env: dict[str, str], job_args: list[str], config_path: Path, events: int, runs: int, warmup: int
+) -> list[dict[str, object]]:
+    """The job already running: ``warmup`` events (not reported), then ``runs`` backlogs of
+    ``events``, each produced in one Kafka transaction so the job sees all of it at once, when
+    it commits. Rates are rows / (last commit - transaction commit): a streaming job's
+    sustained rate with its JVM warm, where a fresh job's backlog run carries its warm-up."""
+    os.environ.update(env)
+    config = load_ingest_config(config_path)
+    topic, work = config.source.topic, Path(env["BENCH_DIR"])
+    oracles = [work / "running-0.json"]
+    produce(env, topic, 1000, oracles[0])  # the job is running once this is committed
+    job = run_job(env, job_args)
+    figures: list[dict[str, object]] = []
+    try:
+        with CpuTimeline(job.pid) as timeline:
+            wait_caught_up(config, job, 300)
+            for i, size in enumerate([warmup] * bool(warmup) + [events] * runs):
+                oracles.append(work / f"running-{i + 1}.json")
+                produce(env, topic, size, oracles[-1], first_key=10_000_000 * (i + 1), transaction=True)
+                visible = json.loads(oracles[-1].read_text())["visible_ms"]
+                polled = time.process_time()
+                wait_caught_up(config, job, 600)
+                polled = time.process_time() - polled
+                commits = [
+                    (s.timestamp_ms, s.summary)
+                    for s in load_table(config).change_store.snapshots()
+                    if s.summary is not None and s.summary.get(f"{SUMMARY_PREFIX}topic") == topic and s.timestamp_ms >= visible
+                ]
+                last = max(at for at, _ in commits)
+                first = min(int(summary.get(f"{SUMMARY_PREFIX}received-ms", last)) for _, summary in commits)
+                rows = sum(int(summary["added-records"]) for _, summary in commits)
+                span = max(last - visible, 1) / 1000
+                job_cpu, broker_cpu = timeline.between(visible, last)
+                figures.append(
+                    {
+                        "events": size,
+                        "change_rows": rows,
+                        "commits": len(commits),
+                        "change_rows_per_s": rows / span,
+                        "records_per_s": size / span,
+                        "first_record_after_visible_ms": float(first - visible),
+                        "job_cores_used": job_cpu / span,
+                        "broker_cores_used": broker_cpu / span,
+                        "job_cpu_us_per_record": 1e6 * job_cpu / size,
+                        "bench_poller_cpu_s": polled,
+                    }
+                )
+                progress(f"running job, backlog {i + 1}: {json.dumps(figures[-1])}")
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+    check_oracle(load_table(config), oracles)
+    return figures
+
+
+def summarize(runs: list[dict[str, object]], prefix: str = "") -> dict[str, object]:
+    """Each figure: the median run's, and the range over the runs (the machine is shared)."""
+    out: dict[str, object] = {}
+    for key in runs[0]:
+        values = [r[key] for r in runs]
+        if isinstance(values[0], float):
+            out[prefix + key] = float(np.median(values))  # type: ignore[arg-type]
+            if len(runs) > 1:
+                out[f"{prefix}{key} (min-max)"] = f"{min(values):,.1f} - {max(values):,.1f}"  # type: ignore[type-var]
+        else:
+            out[prefix + key] = values[0] if len(set(values)) == 1 else ", ".join(map(str, values))
+    return out
 
 
 def broker_admin(bootstrap: str):  # type: ignore[no-untyped-def]
@@ -323,11 +458,20 @@ def main() -> int:
         "--repeat", type=int, default=None, help="backlog job runs, median and range reported (default 3, 1 with --quick)"
     )
     parser.add_argument(
+        "--running-runs", type=int, default=None, help="backlogs handed to the running job (default 3, 1 with --quick)"
+    )
+    parser.add_argument(
+        "--running-warmup", type=int, default=None, help="warm-up events of the running job (default 300k, 50k with --quick)"
+    )
+    parser.add_argument(
         "--commit-interval-ms", type=int, default=1000, help="the job's commit-interval-ms (default: the product default, 1000)"
     )
     args = parser.parse_args()
     events = 200_000 if args.quick else args.events
     args.repeat = args.repeat or (1 if args.quick else 3)
+    args.running_runs = args.running_runs or (1 if args.quick else 3)
+    if args.running_warmup is None:
+        args.running_warmup = 50_000 if args.quick else 300_000
     seconds = 10.0 if args.quick else args.seconds
     started_kafka = (
         subprocess.run(["bash", str(ROOT / "scripts/services/kafka.sh"), "status"], capture_output=True).returncode != 0
@@ -348,6 +492,7 @@ def main() -> int:
         # A broker this script started is cold (its JIT warms up over the first job runs).
         "broker_started_by_bench": started_kafka,
         "broker_topics_partitions_before": "{} / {}".format(*broker_topics(bootstrap)),
+        **{f"host_{k}_start": v for k, v in host_probe().items()},
     }
     try:
         topic = env["MIXED_ICEBERG_INGEST_TOPIC"]
@@ -365,15 +510,18 @@ def main() -> int:
                        "MIXED_ICEBERG_INGEST_DLQ": f"{run}_dlq{i}", "MIXED_ICEBERG_INGEST_LOG_TOPIC": f"{run}_log{i}"}  # fmt: skip
             runs.append(backlog_job(run_env, job_args, config_path, topic, events))
             progress(json.dumps(runs[-1]))
-        # Each figure: the median run's, and the range over the runs (the machine is shared).
-        for key in runs[0]:
-            values = [r[key] for r in runs]
-            if isinstance(values[0], float):
-                results[key] = float(np.median(values))
-                if len(runs) > 1:
-                    results[f"{key} (min-max)"] = f"{min(values):,.1f} - {max(values):,.1f}"
-            else:
-                results[key] = values[0] if len(set(values)) == 1 else ", ".join(map(str, values))
+        results.update(summarize(runs))
+        progress(json.dumps(results))
+        progress(f"running job: {args.running_warmup:,} warm-up events, then {args.running_runs} backlogs of {events:,}")
+        running_env = {**env, "MIXED_ICEBERG_INGEST_TOPIC": f"{run}_running", "MIXED_ICEBERG_INGEST_JOB": f"{run}-running",
+                       "MIXED_ICEBERG_INGEST_TABLE": "bench.running", "MIXED_ICEBERG_INGEST_DLQ": f"{run}_dlq_running",
+                       "MIXED_ICEBERG_INGEST_LOG_TOPIC": f"{run}_log_running"}  # fmt: skip
+        running = running_job_backlogs(running_env, job_args, config_path, events, args.running_runs, args.running_warmup)
+        if args.running_warmup:
+            results["running_job_warmup_change_rows_per_s"] = running.pop(0)["change_rows_per_s"]
+        results.update(summarize(running, "running_job_"))
+        results["running_job_change_rows_per_s (each)"] = ", ".join(f"{r['change_rows_per_s']:,.0f}" for r in running)
+        results["running_job_oracle_check"] = "ok"
         progress(json.dumps(results))
         progress(f"live phase: {args.rate:,.0f} events/s for {seconds:.0f} s")
         live_topic = f"{run}_live"
@@ -403,6 +551,7 @@ def main() -> int:
         results["live_rate"] = args.rate
         results["freshness_p50_ms"] = float(np.percentile(fresh, 50))
         results["freshness_p99_ms"] = float(np.percentile(fresh, 99))
+        results.update({f"host_{k}_end": v for k, v in host_probe().items()})
     finally:
         try:
             delete_run_topics(bootstrap, run)
