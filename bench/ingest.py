@@ -461,7 +461,7 @@ def main() -> int:
         "--running-runs", type=int, default=None, help="backlogs handed to the running job (default 3, 1 with --quick)"
     )
     parser.add_argument(
-        "--running-warmup", type=int, default=None, help="warm-up events of the running job (default 300k, 50k with --quick)"
+        "--running-warmup", type=int, default=None, help="warm-up events of the running job (default: N, the backlog size)"
     )
     parser.add_argument(
         "--commit-interval-ms", type=int, default=1000, help="the job's commit-interval-ms (default: the product default, 1000)"
@@ -471,7 +471,9 @@ def main() -> int:
     args.repeat = args.repeat or (1 if args.quick else 3)
     args.running_runs = args.running_runs or (1 if args.quick else 3)
     if args.running_warmup is None:
-        args.running_warmup = 50_000 if args.quick else 300_000
+        # 300k were not enough: the first 1M backlog after them took 9.4-12.7 us of job CPU per
+        # event, the next two 8.7-9.6 (three benches, 2026-11-30).
+        args.running_warmup = events
     seconds = 10.0 if args.quick else args.seconds
     started_kafka = (
         subprocess.run(["bash", str(ROOT / "scripts/services/kafka.sh"), "status"], capture_output=True).returncode != 0
