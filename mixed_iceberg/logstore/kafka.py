@@ -46,6 +46,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _TIMEOUT = 30.0
+#: Messages per ``produce`` loop in C (about 4 ms each): the GIL changes hands between them.
+_PRODUCE_CHUNK = 4096
 
 
 #: librdkafka lets a producer's (and an admin client's) metadata request for a missing topic
@@ -285,14 +287,16 @@ class KafkaLogWriter(LogWriter):
         produce = functools.partial(self._producer.produce, topic)
         start = 0
         while start < len(payloads):
-            remaining = iter(payloads[start:])
+            # A ``map`` runs in C and holds the GIL until it ends; in chunks, other threads of
+            # the process (the PyFlink harness feeding the job) get the GIL between them.
+            remaining = iter(payloads[start : start + _PRODUCE_CHUNK])
             try:
                 collections.deque(map(produce, remaining, itertools.repeat(None), itertools.repeat(partition)), maxlen=0)
-                break
+                start += _PRODUCE_CHUNK
             except BufferError:
                 # Queue full: the message that failed was taken from ``remaining`` just before;
                 # let the queue drain, then resume from it.
-                start = len(payloads) - operator.length_hint(remaining) - 1
+                start = min(start + _PRODUCE_CHUNK, len(payloads)) - operator.length_hint(remaining) - 1
                 self._producer.poll(0.1)
         self._producer.poll(0)
 

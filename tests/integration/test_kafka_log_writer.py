@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
 from mixed_iceberg.logstore.kafka import KafkaLogWriter, LogStoreError, ensure_topic, partition_count
+from tests.support.ingest import read_topic
 
 pytestmark = pytest.mark.integration
 
@@ -44,3 +47,26 @@ def test_an_existing_logstore_topic_reports_its_partitions(kafka_bootstrap: str)
         assert writer.partition_count(name) == 3
     finally:
         writer.close()
+
+
+def test_a_send_larger_than_the_producer_queue_delivers_every_message_once_in_order(kafka_bootstrap: str) -> None:
+    """``send`` produces in chunks and, when the producer's queue is full, waits and resumes
+    from the message that did not fit: nothing is skipped or sent twice."""
+    name = f"log_full_{time.time_ns()}"
+    ensure_topic(kafka_bootstrap, name, 2)
+    ensure_topic(kafka_bootstrap, f"{name}_source", 1)  # the position is committed for it
+    writer = KafkaLogWriter(
+        kafka_bootstrap, f"test-{name}", f"test-{name}-group", f"{name}_source", 0, {"queue.buffering.max.messages": 1000}
+    )
+    values = pa.array([f"m{i}".encode() for i in range(25_000)], pa.binary())
+    partitions = (np.arange(25_000) % 3 == 0).astype(np.int32)  # 0 and 1, interleaved
+    try:
+        writer.open()
+        writer.begin()
+        writer.send(name, values, partitions)
+        writer.commit(25_000)
+    finally:
+        writer.close()
+    got, got_partitions = read_topic(kafka_bootstrap, name)
+    for p in (0, 1):
+        assert got.filter(pa.array(got_partitions == p)).to_pylist() == values.filter(pa.array(partitions == p)).to_pylist()
