@@ -40,6 +40,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -239,16 +240,21 @@ def steady_rate(snapshots: list[tuple[int, int]], skip: float = 0.2) -> float:
     return (total - start_done) / span if span > 0 else float("nan")
 
 
+def job_snapshots(table, topic: str, since_ms: int = 0) -> list[tuple[int, Any]]:  # type: ignore[no-untyped-def]
+    """(commit ms, summary) of the ingest job's ChangeStore commits from ``topic``, from ``since_ms`` on."""
+    return [
+        (s.timestamp_ms, s.summary)
+        for s in table.change_store.snapshots()
+        if s.summary is not None and s.summary.get(f"{SUMMARY_PREFIX}topic") == topic and s.timestamp_ms >= since_ms
+    ]
+
+
 def commit_times(table, job: str, topic: str) -> list[tuple[int, int, int]]:  # type: ignore[no-untyped-def]
     """(partition, next offset, commit ms) of the job's ChangeStore commits."""
-    out = []
-    for snapshot in table.change_store.snapshots():
-        summary = snapshot.summary
-        if summary is not None and summary.get(f"{SUMMARY_PREFIX}topic") == topic:
-            out.append(
-                (int(summary[f"{SUMMARY_PREFIX}partition"]), int(summary[f"{SUMMARY_PREFIX}next-offset"]), snapshot.timestamp_ms)
-            )
-    return out
+    return [
+        (int(summary[f"{SUMMARY_PREFIX}partition"]), int(summary[f"{SUMMARY_PREFIX}next-offset"]), at)
+        for at, summary in job_snapshots(table, topic)
+    ]
 
 
 def freshness(
@@ -295,12 +301,11 @@ def backlog_job(env: dict[str, str], job_args: list[str], config_path: Path, top
         raise SystemExit(f"job failed ({job.returncode}); see {env['BENCH_DIR']}")
     config = load_ingest_config(config_path)
     table = load_table(config)
+    snapshots = job_snapshots(table, topic)
     commits = commit_times(table, config.job_name, topic)
     last = max(t for *_, t in commits)
     received = [
-        int(s.summary[f"{SUMMARY_PREFIX}received-ms"])
-        for s in table.change_store.snapshots()
-        if s.summary is not None and f"{SUMMARY_PREFIX}received-ms" in s.summary
+        int(summary[f"{SUMMARY_PREFIX}received-ms"]) for _, summary in snapshots if f"{SUMMARY_PREFIX}received-ms" in summary
     ]
     # From the first record reaching a writer to the last commit: JVM and mini-cluster
     # start excluded, reading, parsing, LogStore and table commits included.
@@ -313,11 +318,7 @@ def backlog_job(env: dict[str, str], job_args: list[str], config_path: Path, top
     results["job_commit_span_records_per_s"] = events / max((last - first_commit) / 1000, 1e-3)
     results["job_end_to_end_records_per_s"] = events / wall
     # Rows the job added to the ChangeStore (an update event is a -U/+U pair of rows).
-    ours = [  # (commit ms, rows) of the job's ChangeStore snapshots
-        (s.timestamp_ms, int(s.summary["added-records"]))
-        for s in table.change_store.snapshots()
-        if s.summary is not None and s.summary.get(f"{SUMMARY_PREFIX}topic") == topic and "added-records" in s.summary
-    ]
+    ours = [(at, int(summary["added-records"])) for at, summary in snapshots if "added-records" in summary]  # (commit ms, rows)
     change_rows = sum(rows for _, rows in ours)
     results["job_change_rows"] = change_rows
     results["job_sustained_change_rows_per_s"] = change_rows / max((last - first) / 1000, 1e-3)
@@ -377,11 +378,7 @@ def running_job_backlogs(
                 polled = time.process_time()
                 wait_caught_up(config, job, 600)
                 polled = time.process_time() - polled
-                commits = [
-                    (s.timestamp_ms, s.summary)
-                    for s in load_table(config).change_store.snapshots()
-                    if s.summary is not None and s.summary.get(f"{SUMMARY_PREFIX}topic") == topic and s.timestamp_ms >= visible
-                ]
+                commits = job_snapshots(load_table(config), topic, since_ms=visible)
                 last = max(at for at, _ in commits)
                 first = min(int(summary.get(f"{SUMMARY_PREFIX}received-ms", last)) for _, summary in commits)
                 rows = sum(int(summary["added-records"]) for _, summary in commits)
