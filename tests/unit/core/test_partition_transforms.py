@@ -21,7 +21,7 @@ from urllib.parse import quote_plus
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.expressions import BooleanExpression
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.table import Table, _parse_row_filter
 from pyiceberg.transforms import BucketTransform
@@ -278,39 +278,54 @@ def local(path: str) -> str:
     return path.removeprefix("file://")
 
 
-def assert_amoro_layout(store: Table, transform: Transform) -> None:
+Spec = tuple[Transform, ...]
+
+
+def partition_of(spec: Spec, row: Row) -> tuple[object, ...]:
+    return tuple(t.partition(row[t.column]) for t in spec)
+
+
+def _shown(value: object) -> object:
+    """inspect.files() shows day partitions as dates; manifests hold days since the epoch."""
+    return (value - EPOCH_DATE).days if isinstance(value, dt.date) else value
+
+
+def assert_amoro_layout(store: Table, spec: Spec) -> None:
     """Every live file sits in ``<location>/data/<partition path>/`` and holds only rows of its partition."""
-    inspected = {row["file_path"]: row["partition"][transform.field] for row in store.inspect.files().to_pylist()}
+    inspected = {
+        row["file_path"]: tuple(_shown(row["partition"][t.field]) for t in spec) for row in store.inspect.files().to_pylist()
+    }
     files = current_files(store)
     assert files
     for live in files:
         data_file = live.data_file
-        (value,) = data_file.partition
-        shown = inspected[data_file.file_path]
-        assert ((shown - EPOCH_DATE).days if isinstance(shown, dt.date) else shown) == value
+        value = tuple(data_file.partition)
+        assert inspected[data_file.file_path] == value
         directory = local(data_file.file_path).rsplit("/", 1)[0]
-        assert directory == f"{local(store.location())}/data/{transform.path(value)}"
+        path = "/".join(t.path(v) for t, v in zip(spec, value, strict=True))
+        assert directory == f"{local(store.location())}/data/{path}"
         content = pq.ParquetFile(local(data_file.file_path)).read()
         if data_file.content == DataFileContent.POSITION_DELETES:
             targets = {local(p) for p in content.column("file_path").to_pylist()}
-            partitions = {f.data_file.partition[0] for f in files if local(f.data_file.file_path) in targets}
+            partitions = {tuple(f.data_file.partition) for f in files if local(f.data_file.file_path) in targets}
             assert partitions <= {value}, f"{data_file.file_path}: deletes of files in partitions {partitions}"
         else:
-            found = {transform.partition(v) for v in content.column(transform.column).to_pylist()}
+            found = {partition_of(spec, row) for row in content.select([t.column for t in spec]).to_pylist()}
             assert found == {value}, f"{data_file.file_path}: rows of partitions {found} in partition {value!r}"
 
 
-def base_partitions(table: MixedTable) -> set[object]:
-    return {f.data_file.partition[0] for f in current_files(table.base_store) if f.data_file.content == DataFileContent.DATA}
+def base_partitions(table: MixedTable) -> set[tuple[object, ...]]:
+    base = current_files(table.base_store)
+    return {tuple(f.data_file.partition) for f in base if f.data_file.content == DataFileContent.DATA}
 
 
-def keyed_table(tmp_path: Path, transform: Transform, seed: int) -> tuple[MixedTable, Replay]:
+def keyed_table(tmp_path: Path, spec: Spec, seed: int) -> tuple[MixedTable, Replay]:
     catalog = local_catalog(tmp_path)
     table = catalog.create_table(
         "db.t",
         SCHEMA,
         primary_key=["id"],
-        partition_by=[transform.spec],
+        partition_by=[t.spec for t in spec],
         properties={"change.file-index.hash-bucket": "2", "base.file-index.hash-bucket": "2"},
     )
     rng = random.Random(seed)
@@ -324,58 +339,66 @@ def commit(table: MixedTable, replay: Replay, sequence: int) -> None:
         txn.write(as_changes(replay.transaction()))
 
 
-def assert_pushdown(table: MixedTable, transform: Transform, replay: Replay) -> None:
-    """A filter on the source column returns the full scan's matching rows and skips other partitions' files."""
-    text, selects, in_partition = partition_filter(transform, list(replay.rows.values()))
-    full = table.scan().to_arrow().to_pylist()
-    oracle = rows_of(as_table([r for r in full if selects(r)]))
-    assert oracle == rows_of(as_table([r for r in replay.rows.values() if selects(r)]))
-    assert oracle, f"{text} selects no row"
-    assert rows_of(table.scan(row_filter=text).to_arrow()) == oracle, text
-    expression: BooleanExpression = _parse_row_filter(text)
+def assert_pushdown(table: MixedTable, spec: Spec, replay: Replay) -> None:
+    """Filters on the first field's source column (one live partition; IS NULL) return the full
+    scan's matching rows, reading exactly the files of the partitions they select (both stores)."""
+    column = spec[0].column
+    filters = [partition_filter(spec[0], list(replay.rows.values()))]
+    if any(r[column] is None for r in replay.rows.values()):
+        filters.append((f"{column} IS NULL", lambda r: r[column] is None, lambda p: p is None))
     stores = [s for s in (table.base_store, table.change_store) if s is not None]
-    kept = [f for s in stores for f in live_files(s, s.current_snapshot(), AlwaysTrue(), partition_filter=expression)]
     every = [f for s in stores for f in current_files(s)]
-    assert kept
-    assert all(in_partition(f.data_file.partition[0]) for f in kept), text
-    skipped = {f.data_file.file_path for f in every} - {f.data_file.file_path for f in kept}
-    assert {f.data_file.file_path for f in every if not in_partition(f.data_file.partition[0])} == skipped, text
+    full = table.scan().to_arrow().to_pylist()
+    for text, selects, in_partition in filters:
+        oracle = rows_of(as_table([r for r in full if selects(r)]))
+        assert oracle == rows_of(as_table([r for r in replay.rows.values() if selects(r)]))
+        assert oracle, f"{text} selects no row"
+        assert rows_of(table.scan(row_filter=text).to_arrow()) == oracle, text
+        expression: BooleanExpression = _parse_row_filter(text)
+        kept = {f.data_file.file_path for s in stores for f in live_files(s, s.current_snapshot(), partition_filter=expression)}
+        selected = {f.data_file.file_path for f in every if in_partition(f.data_file.partition[0])}
+        assert kept == selected, text
+        assert len(every) > len(selected), f"{text}: every file is in the selected partition, nothing to prune"
 
 
-def ids(transform: Transform) -> str:
-    return transform.spec.replace(" ", "")
+def ids(spec: Spec) -> str:
+    return "+".join(t.spec.replace(" ", "") for t in spec)
 
 
-@pytest.mark.parametrize("transform", TRANSFORMS, ids=ids)
-def test_keyed_table_with_transform_reads_writes_and_optimizes(tmp_path: Path, transform: Transform) -> None:
-    table, replay = keyed_table(tmp_path, transform, seed=len(transform.spec))
-    assert_amoro_layout(table.base_store, transform)
+# the README's example spec: three fields, one of each kind (time, hash, identity)
+SPECS: list[Spec] = [*((t,) for t in TRANSFORMS), (day("ts"), bucket(16, "id"), identity("region"))]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=ids)
+def test_keyed_table_with_transform_reads_writes_and_optimizes(tmp_path: Path, spec: Spec) -> None:
+    table, replay = keyed_table(tmp_path, spec, seed=len(ids(spec)))
+    assert_amoro_layout(table.base_store, spec)
     for sequence in range(1, 4):
         commit(table, replay, sequence)
         assert rows_of(table.scan().to_arrow()) == replay.expected()
     assert table.change_store is not None
-    assert_amoro_layout(table.change_store, transform)
-    assert_pushdown(table, transform, replay)
+    assert_amoro_layout(table.change_store, spec)
+    assert_pushdown(table, spec, replay)
     for sequence, kind in enumerate(("minor", "major", "full"), start=4):
         result = table.optimizing.run(kind)
         assert result.committed, kind
         assert rows_of(table.scan().to_arrow()) == replay.expected(), kind
-        assert_amoro_layout(table.base_store, transform)
-        assert {transform.partition(r[transform.column]) for r in replay.rows.values()} <= base_partitions(table), kind
-        assert_pushdown(table, transform, replay)
+        assert_amoro_layout(table.base_store, spec)
+        assert {partition_of(spec, r) for r in replay.rows.values()} <= base_partitions(table), kind
+        assert_pushdown(table, spec, replay)
         commit(table, replay, sequence)  # the next type starts from fresh change files
         assert rows_of(table.scan().to_arrow()) == replay.expected(), kind
     table.optimizing.run("full")
     assert rows_of(table.scan().to_arrow()) == replay.expected()
     # After a full optimizing the BaseStore alone is the table: one partition per file, no change to merge.
     assert rows_of(table.base_store.scan().to_arrow()) == replay.expected()
-    assert_amoro_layout(table.base_store, transform)
+    assert_amoro_layout(table.base_store, spec)
 
 
-@pytest.mark.parametrize("transform", [identity("region"), day("ts")], ids=ids)
-def test_update_moves_a_key_between_partitions(tmp_path: Path, transform: Transform) -> None:
+@pytest.mark.parametrize("spec", [(identity("region"),), (day("ts"),)], ids=ids)
+def test_update_moves_a_key_between_partitions(tmp_path: Path, spec: Spec) -> None:
     catalog = local_catalog(tmp_path)
-    table = catalog.create_table("db.t", SCHEMA, primary_key=["id"], partition_by=[transform.spec])
+    table = catalog.create_table("db.t", SCHEMA, primary_key=["id"], partition_by=[t.spec for t in spec])
     rng = random.Random(7)
     first = {**random_row(rng, 1), "region": "eu", "ts": dt.datetime(2024, 1, 1, 10)}
     other = {**random_row(rng, 2), "region": "us", "ts": dt.datetime(2024, 1, 2, 10)}
@@ -383,17 +406,18 @@ def test_update_moves_a_key_between_partitions(tmp_path: Path, transform: Transf
     table.bulk_load(as_table([first, other]))
     with table.new_transaction(("w", 1)) as txn:
         txn.write(as_changes([("-U", first), ("+U", moved)]))
-    old, new = transform.partition(first[transform.column]), transform.partition(moved[transform.column])
+    old, new = partition_of(spec, first), partition_of(spec, moved)
     assert old != new
     change = table.change_store
     assert change is not None
-    assert_amoro_layout(change, transform)
+    assert_amoro_layout(change, spec)
     # Amoro's file names: <node>-<type>-<txId>-...; the -U is an ED file of the old partition, the +U an I file of the new
-    types = {(f.data_file.partition[0], f.data_file.file_path.rsplit("/", 1)[1].split("-")[1]) for f in current_files(change)}
+    types = {(tuple(f.data_file.partition), f.data_file.file_path.rsplit("/", 1)[1].split("-")[1]) for f in current_files(change)}
     assert types == {(old, "ED"), (new, "I")}
     assert rows_of(table.scan().to_arrow()) == rows_of(as_table([moved, other]))
-    old_filter = "region = 'eu'" if transform.column == "region" else "ts < '2024-01-02T00:00:00'"
-    new_filter = "region = 'us'" if transform.column == "region" else "ts >= '2024-01-02T00:00:00'"
+    column = spec[0].column
+    old_filter = "region = 'eu'" if column == "region" else "ts < '2024-01-02T00:00:00'"
+    new_filter = "region = 'us'" if column == "region" else "ts >= '2024-01-02T00:00:00'"
     assert table.scan(row_filter=old_filter).to_arrow().num_rows == 0
     assert rows_of(table.scan(row_filter=new_filter).to_arrow()) == rows_of(as_table([moved, other]))
     # ... and back again, then every optimizing type.
@@ -407,9 +431,9 @@ def test_update_moves_a_key_between_partitions(tmp_path: Path, transform: Transf
         table.optimizing.run(kind)
         assert rows_of(table.scan().to_arrow()) == expected, kind
         assert rows_of(table.scan(row_filter=new_filter).to_arrow()) == rows_of(as_table([other])), kind
-    assert_amoro_layout(table.base_store, transform)
+    assert_amoro_layout(table.base_store, spec)
     keys_by_partition = {
-        f.data_file.partition[0]: pq.ParquetFile(local(f.data_file.file_path)).read().column("id").to_pylist()
+        tuple(f.data_file.partition): pq.ParquetFile(local(f.data_file.file_path)).read().column("id").to_pylist()
         for f in current_files(table.base_store)
         if f.data_file.content == DataFileContent.DATA
     }
@@ -421,24 +445,26 @@ def unkeyed_rows(rng: random.Random, keys: range) -> list[Row]:
 
 
 @pytest.mark.parametrize("table_format", [TableFormat.MIXED_ICEBERG, TableFormat.ICEBERG], ids=["unkeyed", "iceberg"])
-@pytest.mark.parametrize("transform", [bucket(4, "id"), truncate(2, "name"), month("tz"), day("d"), hour("ts")], ids=ids)
-def test_unkeyed_and_plain_iceberg_tables_with_transform(tmp_path: Path, transform: Transform, table_format: TableFormat) -> None:
+@pytest.mark.parametrize(
+    "spec", [(bucket(4, "id"),), (truncate(2, "name"),), (month("tz"),), (day("d"),), (hour("ts"),), SPECS[-1]], ids=ids
+)
+def test_unkeyed_and_plain_iceberg_tables_with_transform(tmp_path: Path, spec: Spec, table_format: TableFormat) -> None:
     catalog = local_catalog(tmp_path)
-    table = catalog.create_table("db.t", SCHEMA, partition_by=[transform.spec], table_format=table_format)
+    table = catalog.create_table("db.t", SCHEMA, partition_by=[t.spec for t in spec], table_format=table_format)
     rng = random.Random(3)
     rows = unkeyed_rows(rng, range(40))
     table.bulk_load(as_table(rows))
     more = unkeyed_rows(rng, range(40, 70))
     table.base_store.append(as_table(more))  # pyiceberg's own writer lays files out the same way
     rows += more
-    assert_amoro_layout(table.base_store, transform)
+    assert_amoro_layout(table.base_store, spec)
     assert rows_of(table.scan().to_arrow()) == rows_of(as_table(rows))
     replay = Replay({r["id"]: r for r in rows}, rng)
-    assert_pushdown(table, transform, replay)
+    assert_pushdown(table, spec, replay)
     table.optimizing.run("full")
     assert rows_of(table.scan().to_arrow()) == rows_of(as_table(rows))
-    assert_amoro_layout(table.base_store, transform)
-    assert_pushdown(table, transform, replay)
+    assert_amoro_layout(table.base_store, spec)
+    assert_pushdown(table, spec, replay)
 
 
 def test_every_transform_is_covered() -> None:
