@@ -13,6 +13,7 @@
     │   ├── MissingKeyError             a primary-key column is absent or null
     │   └── SchemaMismatchError         columns or types differ from the table schema
     ├── CorruptTableError           table metadata breaks a Mixed-Iceberg rule
+    │   └── OptimizedSequenceMismatchError  the BaseStore's optimized sequence is lost or its two records disagree
     ├── CommitError                 a commit did not land
     │   └── CommitConflictError     retryable: another commit got there first
     ├── WriterFailedError           an ingest writer's commit failed; it must be restarted
@@ -35,6 +36,7 @@ __all__ = [
     "MixedIcebergError",
     "NoSuchTableError",
     "NotKeyedTableError",
+    "OptimizedSequenceMismatchError",
     "PropertyError",
     "SchemaMismatchError",
     "TableExistsError",
@@ -84,6 +86,14 @@ class SchemaMismatchError(InvalidChangeError):
 
 class CorruptTableError(MixedIcebergError):
     """Stored metadata breaks a Mixed-Iceberg rule (for example a ChangeStore that is missing)."""
+
+
+class OptimizedSequenceMismatchError(CorruptTableError):
+    """The BaseStore's optimized sequence cannot be trusted, so the table is neither read nor
+    optimized: the snapshot flagged ``optimized-sequence.exist`` has no ``optimized-sequence``
+    Puffin blob and no copy in its summary (another engine replaced the statistics file of a
+    snapshot Amoro wrote), or the Puffin blob and the summary copy disagree. Reading on would
+    bring back change rows already merged into the BaseStore (old versions, duplicates)."""
 
 
 class CommitError(MixedIcebergError):

@@ -1,15 +1,43 @@
-"""The per-partition optimized sequence of a BaseStore (Amoro >= 0.6 layout).
+"""The per-partition optimized sequence of a BaseStore (Amoro >= 0.6 layout), kept twice.
 
 ``optimized-sequence`` maps a partition path to the largest ChangeStore data sequence number
 already merged into the BaseStore; change files at or below it are invisible to readers
 (DESIGN.md invariant 3). Amoro keeps it, with ``base-optimized-time``, as JSON blobs in a
-Puffin statistics file attached to the base snapshot, flagged in the snapshot summary.
+Puffin statistics file attached to the base snapshot, flagged in the snapshot summary
+(``optimized-sequence.exist``); readers walk the parent chain to the newest flagged snapshot.
 The legacy ``table.partition-properties`` property (``max-txId``) is read as a fallback.
+
+Iceberg allows one statistics file per snapshot, and other engines own that slot too: Spark's
+``CALL system.compute_table_stats`` *replaces* the snapshot's statistics file with its own
+(theta sketches), dropping our blobs while the flag stays. Read naively, the table then looks
+never optimized: merged change rows come back (old versions) and the next minor writes them
+into the BaseStore again (duplicates). So each snapshot we flag also carries a copy of both
+maps in its summary (``mixed-iceberg.optimized-sequence``, ``mixed-iceberg.base-optimized-time``:
+compact JSON). A snapshot summary is immutable, and no engine rewrites an existing snapshot's
+summary; the copy is staged in the same commit as the Puffin file, so it holds exactly what the
+Puffin file held. Amoro's readers still find their Puffin file and flags, unchanged.
+
+On read, the newest flagged snapshot decides (the same walk as Amoro's), and:
+
+* Puffin blob and summary copy agree: that map.
+* The summary copy is there but the Puffin blob is not (statistics file replaced, removed or
+  unreadable): the summary copy, with a warning. Safe: it is the same commit's record, and
+  the next optimizing commit writes both records again on its new snapshot (the repair; the
+  replaced statistics of the old snapshot, which now belong to the other engine, are left).
+* Both are there and disagree: :class:`OptimizedSequenceMismatchError`, since nothing says
+  which one is right.
+* No summary copy (a snapshot Amoro, or an older mixed-iceberg, flagged) and no Puffin blob:
+  :class:`OptimizedSequenceMismatchError`; never "never optimized".
+
+The cost of the copy: its size grows with the partitions ever optimized (about 30 bytes per
+partition, per flagged snapshot, in the table's metadata JSON); snapshot expiry bounds the
+number of flagged snapshots kept.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import struct
 import uuid
 from collections.abc import Mapping
@@ -20,11 +48,13 @@ from pyiceberg.table.puffin import PuffinFile
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.table.statistics import BlobMetadata, StatisticsFile
 
-from mixed_iceberg.exceptions import CorruptTableError
+from mixed_iceberg.exceptions import CorruptTableError, OptimizedSequenceMismatchError
+from mixed_iceberg.store.delete_files import add_snapshot_properties
 
 __all__ = [
     "BASE_OPTIMIZED_TIME",
     "OPTIMIZED_SEQUENCE",
+    "SUMMARY_COPY",
     "read_optimized_sequence",
     "stage_optimized_sequence",
     "summary_flags",
@@ -32,8 +62,15 @@ __all__ = [
 
 OPTIMIZED_SEQUENCE = "optimized-sequence"
 BASE_OPTIMIZED_TIME = "base-optimized-time"
+#: Blob type -> the snapshot-summary key of its copy.
+SUMMARY_COPY = {
+    OPTIMIZED_SEQUENCE: "mixed-iceberg.optimized-sequence",
+    BASE_OPTIMIZED_TIME: "mixed-iceberg.base-optimized-time",
+}
 _MAGIC = b"PFA1"
 _LEGACY_PROPERTY = "table.partition-properties"
+
+log = logging.getLogger(__name__)
 
 
 def summary_flags() -> dict[str, str]:
@@ -74,15 +111,30 @@ def _puffin_bytes(
     return bytes(body + footer), len(footer), metadata
 
 
+def _compact_json(values: Mapping[str, int]) -> str:
+    return json.dumps({str(k): int(v) for k, v in values.items()}, sort_keys=True, separators=(",", ":"))
+
+
 def stage_optimized_sequence(
     txn: Transaction,
     snapshot_id: int,
     sequences: Mapping[str, int],
     optimized_times: Mapping[str, int],
 ) -> None:
-    """Write the Puffin file for ``snapshot_id`` and stage it as the snapshot's statistics."""
+    """Record both maps for ``snapshot_id``, already staged on ``txn``: a Puffin file staged as
+    the snapshot's statistics, and the same maps copied into the snapshot's summary.
+
+    Give the snapshot :func:`summary_flags` too (Amoro's readers look for them).
+
+    Raises:
+        ValueError: ``txn`` stages no snapshot ``snapshot_id``.
+    """
     metadata = txn.table_metadata
-    sequence_number = metadata.next_sequence_number()
+    staged = metadata.snapshot_by_id(snapshot_id)
+    if staged is None:
+        raise ValueError(f"expected snapshot {snapshot_id} staged on the transaction, found none")
+    # The snapshot's own sequence number (Amoro's writer uses it too).
+    sequence_number = staged.sequence_number or 0
     payloads = [
         (OPTIMIZED_SEQUENCE, json.dumps(dict(sequences), sort_keys=True).encode()),
         (BASE_OPTIMIZED_TIME, json.dumps(dict(optimized_times), sort_keys=True).encode()),
@@ -100,6 +152,14 @@ def stage_optimized_sequence(
     )
     with txn.update_statistics() as update:
         update.set_statistics(statistics)
+    add_snapshot_properties(
+        txn,
+        snapshot_id,
+        {
+            SUMMARY_COPY[OPTIMIZED_SEQUENCE]: _compact_json(sequences),
+            SUMMARY_COPY[BASE_OPTIMIZED_TIME]: _compact_json(optimized_times),
+        },
+    )
 
 
 def _flagged_snapshot(metadata: TableMetadata, snapshot: Snapshot | None) -> Snapshot | None:
@@ -114,25 +174,74 @@ def _flagged_snapshot(metadata: TableMetadata, snapshot: Snapshot | None) -> Sna
 def read_optimized_sequence(base: Table, snapshot: Snapshot | None, blob_type: str = OPTIMIZED_SEQUENCE) -> dict[str, int]:
     """Partition path -> optimized sequence as of ``snapshot`` (empty when never optimized).
 
+    ``blob_type`` :data:`BASE_OPTIMIZED_TIME` gives the commit times instead. The Puffin blob is
+    checked against the snapshot summary's copy; see the module docstring for the rules.
+
     Raises:
-        CorruptTableError: a snapshot is flagged but its statistics file is missing or unreadable.
+        OptimizedSequenceMismatchError: the flagged snapshot's Puffin blob is missing and it has
+            no summary copy, or the two disagree.
+        CorruptTableError: a summary copy does not parse.
     """
+    if blob_type not in SUMMARY_COPY:
+        raise ValueError(f"expected a blob type in {sorted(SUMMARY_COPY)}, found {blob_type!r}")
     metadata = base.metadata
     flagged = _flagged_snapshot(metadata, snapshot)
     if flagged is None:
         return _legacy(metadata.properties, blob_type)
-    stats = [s for s in metadata.statistics if s.snapshot_id == flagged.snapshot_id]
-    if not stats:
-        raise CorruptTableError(
-            f"{'.'.join(base.name())}: snapshot {flagged.snapshot_id} is flagged {blob_type}.exist but has no statistics file"
+    name = ".".join(base.name())
+    raw_copy = flagged.summary.get(SUMMARY_COPY[blob_type]) if flagged.summary is not None else None
+    copy = _parse_copy(raw_copy, name, flagged.snapshot_id, blob_type) if raw_copy is not None else None
+    blob, why_missing = _puffin_blob(base, metadata, flagged.snapshot_id, blob_type)
+    if blob is None:
+        if copy is None:
+            raise OptimizedSequenceMismatchError(
+                f"{name}: snapshot {flagged.snapshot_id} is flagged {blob_type}.exist; expected its {blob_type} "
+                f"Puffin blob or a summary copy, found neither ({why_missing}); the statistics file was "
+                "probably replaced by another engine (e.g. Spark's compute_table_stats)"
+            )
+        log.warning(
+            "%s: snapshot %s: %s; using the copy in its summary (the next optimizing commit writes both again)",
+            name,
+            flagged.snapshot_id,
+            why_missing,
         )
-    with base.io.new_input(stats[0].statistics_path).open() as stream:
-        puffin = PuffinFile(stream.read())
-    for blob in puffin.footer.blobs:
-        if blob.type == blob_type:
-            payload = json.loads(puffin.get_blob_payload(blob))
-            return {str(k): int(v) for k, v in payload.items()}
-    return {}
+        return copy
+    if copy is not None and copy != blob:
+        raise OptimizedSequenceMismatchError(
+            f"{name}: snapshot {flagged.snapshot_id}: expected its {blob_type} Puffin blob to equal the summary "
+            f"copy {copy}, found {blob}"
+        )
+    return blob
+
+
+def _parse_copy(raw: str, name: str, snapshot_id: int, blob_type: str) -> dict[str, int]:
+    try:
+        values = json.loads(raw)
+        return {str(k): int(v) for k, v in values.items()}
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise CorruptTableError(
+            f"{name}: snapshot {snapshot_id}: expected a JSON object of integers in {SUMMARY_COPY[blob_type]}, found {raw!r}"
+        ) from exc
+
+
+def _puffin_blob(base: Table, metadata: TableMetadata, snapshot_id: int, blob_type: str) -> tuple[dict[str, int] | None, str]:
+    """The blob's map from the snapshot's statistics file, or None and why it is missing."""
+    stats = [s for s in metadata.statistics if s.snapshot_id == snapshot_id]
+    if not stats:
+        return None, "it has no statistics file"
+    path = stats[0].statistics_path
+    if not any(blob.type == blob_type for blob in stats[0].blob_metadata):
+        return None, f"its statistics file {path} has no {blob_type} blob"
+    try:
+        with base.io.new_input(path).open() as stream:
+            puffin = PuffinFile(stream.read())
+        for blob in puffin.footer.blobs:
+            if blob.type == blob_type:
+                payload = json.loads(puffin.get_blob_payload(blob))
+                return {str(k): int(v) for k, v in payload.items()}, ""
+    except (OSError, ValueError, TypeError, AttributeError) as exc:  # missing or malformed file
+        return None, f"its statistics file {path} is unreadable ({type(exc).__name__}: {exc})"
+    return None, f"its statistics file {path} lists a {blob_type} blob its footer lacks"
 
 
 def _legacy(properties: Mapping[str, str], blob_type: str) -> dict[str, int]:

@@ -5,6 +5,14 @@ every file it removes must still be live, and each partition's optimized sequenc
 where planning found it. Concurrent ChangeStore commits never conflict: their sequences lie
 above the merged range, so they stay visible. A failed validation raises
 ``CommitConflictError`` (the caller re-plans) and deletes the files the run wrote.
+
+The snapshot's operation is ``replace``, as Iceberg Java's ``RewriteFiles`` writes for a
+compaction: every optimizing type leaves the keyed table's merged view as it was (DESIGN.md
+invariant 5), so Spark's streaming reader of the BaseStore skips the snapshot instead of
+failing with "Cannot process overwrite snapshot". The rows a minor (or full) moves into the
+BaseStore were already in the table, in the ChangeStore, whose commits are the table's
+appends. (Java's ``RewriteFiles`` also refuses a rewrite that removes no file; Iceberg's spec
+defines ``replace`` by the unchanged data alone, which holds here.)
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pyiceberg.table import Table, Transaction
+from pyiceberg.table.snapshots import Operation
 
 from mixed_iceberg.basestore.optimized_sequence import (
     BASE_OPTIMIZED_TIME,
@@ -39,6 +48,10 @@ def commit_outputs(table: MixedTable, kind: OptimizingType, outputs: Sequence[Ta
     removed = {f.file_path for o in outputs for f in (*o.removed_data, *o.removed_deletes)}
     starting = {o.task.partition: o.task.from_sequence for o in outputs}
 
+    # The maps the staged Puffin file and summary copy were built from (set by stage below); a
+    # retry must find them unchanged, or it would undo another commit's advance of a partition.
+    staged_from: list[dict[str, int]] = []
+
     def validate(current: Table) -> None:
         live = {f.data_file.file_path for f in live_files(current, current.current_snapshot())}
         gone = sorted(removed - live)
@@ -53,6 +66,10 @@ def commit_outputs(table: MixedTable, kind: OptimizingType, outputs: Sequence[Ta
                 raise CommitConflictError(
                     f"{table.name}: optimized sequence moved meanwhile; expected { ({p: starting[p] for p in moved}) }, found {moved}"
                 )
+            if staged_from and now_seq != staged_from[0]:
+                raise CommitConflictError(
+                    f"{table.name}: optimized sequence of other partitions moved meanwhile; expected {staged_from[0]}, found {now_seq}"
+                )
 
     stage: Stager | None = None
     summary = {OPTIMIZING_TYPE: kind.value}
@@ -62,6 +79,7 @@ def commit_outputs(table: MixedTable, kind: OptimizingType, outputs: Sequence[Ta
         def stage(txn: Transaction, snapshot_id: int) -> None:
             current = txn._table
             sequences = read_optimized_sequence(current, current.current_snapshot())
+            staged_from.append(dict(sequences))
             times = read_optimized_sequence(current, current.current_snapshot(), BASE_OPTIMIZED_TIME)
             for output in outputs:
                 sequences[output.task.partition] = max(sequences.get(output.task.partition, 0), output.task.to_sequence)
@@ -78,4 +96,5 @@ def commit_outputs(table: MixedTable, kind: OptimizingType, outputs: Sequence[Ta
         stage=stage,
         validate=validate,
         table_name=table.name,
+        operation=Operation.REPLACE,
     )

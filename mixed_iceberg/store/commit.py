@@ -18,6 +18,7 @@ from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.update import TableUpdate
 from pyiceberg.table.update.snapshot import _MergeAppendFiles
 from pyiceberg.utils.properties import property_as_bool
@@ -154,8 +155,14 @@ def commit_files(
     added_deletes: list[DataFile] | None = None,
     deleted_deletes: list[DataFile] | None = None,
     validate: Validator | None = None,
+    operation: Operation | None = None,
 ) -> CommitOutcome:
     """Commit ``added`` (and remove ``deleted``) as one snapshot, idempotently by ``commit_id``.
+
+    The snapshot's operation is inferred (``append`` when files are only added, else
+    ``overwrite`` or ``delete``) unless ``operation`` is given: ``Operation.REPLACE`` for a
+    rewrite that keeps the table's rows (compaction), so that incremental and streaming readers
+    skip it rather than fail on it, as they do for Iceberg Java's ``RewriteFiles``.
 
     Files in ``added`` are deleted again when the commit provably did not land (a conflict,
     a validation failure, or the id already committed); when the outcome is unknown they
@@ -188,7 +195,7 @@ def commit_files(
         properties[COMMIT_SEQUENCE] = str(commit_id.sequence)
     txn = _IdempotentTransaction(table, commit_id, validate)
     merging: _MergeAppendFiles | None = None
-    if added_deletes or deleted_deletes or deleted:
+    if added_deletes or deleted_deletes or deleted or operation is not None:
         # Removals go through stage_rewrite: pyiceberg 0.12's overwrite carries forward
         # manifests whose entries are all DELETED, so they pile up with every compaction.
         # Delete files need pyiceberg internals; they are confined to store.delete_files.
@@ -199,6 +206,7 @@ def commit_files(
             add_deletes=added_deletes,
             remove_deletes=deleted_deletes,
             snapshot_properties=properties,
+            operation=operation,
         )
     else:
         producer = merging = txn.update_snapshot(snapshot_properties=properties).merge_append()

@@ -13,6 +13,12 @@ reaches into pyiceberg's private API for *writing* is here, so an upgrade has on
 * ``pyiceberg.manifest.ManifestWriterV2`` is subclassed to write *delete* manifests.
 * ``Transaction._table`` gives the FileIO and, on a retry, the refreshed catalog metadata;
   ``Transaction._snapshot_producers`` is cleaned when staging fails.
+* :func:`add_snapshot_properties` adds summary entries to a snapshot already staged: it sets
+  the producer's ``snapshot_properties`` (what a retry rebuilds the snapshot from) and swaps
+  the staged ``AddSnapshotUpdate`` in ``Transaction._updates`` for one with the entries. Needed
+  because the optimized sequence's summary copy is only known where its Puffin file is
+  staged, after the snapshot (basestore.optimized_sequence); pyiceberg has no public way to
+  amend a staged snapshot (a summary-properties hook would remove the need).
 
 Example:
     >>> deletes = write_position_deletes(  # doctest: +SKIP
@@ -50,6 +56,7 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import TableProperties, Transaction
 from pyiceberg.table.snapshots import Operation, Summary, ancestors_between_ids
+from pyiceberg.table.update import AddSnapshotUpdate
 from pyiceberg.table.update.snapshot import _SnapshotProducer
 from pyiceberg.typedef import EMPTY_DICT, Properties, Record
 from pyiceberg.types import LongType, NestedField, StringType
@@ -62,6 +69,7 @@ __all__ = [
     "POSITION_DELETE_SCHEMA",
     "POS_FIELD_ID",
     "DeleteManifestWriter",
+    "add_snapshot_properties",
     "referenced_data_file",
     "stage_rewrite",
     "write_position_deletes",
@@ -206,6 +214,32 @@ def stage_rewrite(
             txn._snapshot_producers.remove(producer)
         raise
     return producer.snapshot_id
+
+
+def add_snapshot_properties(txn: Transaction, snapshot_id: int, properties: Mapping[str, str]) -> None:
+    """Add ``properties`` to the summary of snapshot ``snapshot_id``, staged on ``txn``.
+
+    The entries survive a retry of the commit: the snapshot is rebuilt with them.
+
+    Raises:
+        ValueError: ``txn`` stages no snapshot with that id.
+    """
+    producers = [p for p in txn._snapshot_producers if p.snapshot_id == snapshot_id]
+    staged = [u for u in txn._updates if isinstance(u, AddSnapshotUpdate) and u.snapshot.snapshot_id == snapshot_id]
+    if not producers or not staged:
+        raise ValueError(f"expected snapshot {snapshot_id} staged on the transaction, found none")
+    for producer in producers:
+        producer.snapshot_properties = {**producer.snapshot_properties, **properties}
+    updates = []
+    for update in txn._updates:
+        if update is staged[0]:
+            summary = update.snapshot.summary
+            if summary is None:
+                raise ValueError(f"expected a summary on staged snapshot {snapshot_id}, found none")
+            merged = Summary(summary.operation, **{**summary.additional_properties, **properties})
+            update = AddSnapshotUpdate(snapshot=update.snapshot.model_copy(update={"summary": merged}))
+        updates.append(update)
+    txn._updates = tuple(updates)
 
 
 def _check_content(name: str, files: Iterable[DataFile], *, data: bool) -> None:
