@@ -1,4 +1,10 @@
-"""``partition_by`` specs written as strings: ``"region"``, ``"day(ts)"``, ``"bucket(16, id)"``."""
+"""``partition_by`` specs written as strings: ``"region"``, ``"day(ts)"``, ``"bucket(16, id)"``.
+
+Every transform of the Iceberg spec: identity, ``bucket(N, col)``, ``truncate(W, col)``, year,
+month, day, hour and ``void(col)``. Partition fields get the names Iceberg Java's
+``PartitionSpec.Builder`` gives them (``col``, ``col_bucket``, ``col_trunc``, ``col_year``, ...,
+``col_null``), so the partition paths are the ones Amoro writes for the same spec.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ from pyiceberg.transforms import (
     MonthTransform,
     Transform,
     TruncateTransform,
+    VoidTransform,
     YearTransform,
 )
 
@@ -24,12 +31,14 @@ from mixed_iceberg.exceptions import ConfigError
 __all__ = ["partition_spec"]
 
 _CALL = re.compile(r"^\s*(\w+)\s*\(\s*(?:(\d+)\s*,\s*)?(\w+)\s*\)\s*$")
-_UNARY: dict[str, Transform[Any, Any]] = {
-    "identity": IdentityTransform(),
-    "year": YearTransform(),
-    "month": MonthTransform(),
-    "day": DayTransform(),
-    "hour": HourTransform(),
+#: transform -> (transform, suffix of the partition field name, as Iceberg Java's builder names it)
+_UNARY: dict[str, tuple[Transform[Any, Any], str]] = {
+    "identity": (IdentityTransform(), ""),
+    "year": (YearTransform(), "_year"),
+    "month": (MonthTransform(), "_month"),
+    "day": (DayTransform(), "_day"),
+    "hour": (HourTransform(), "_hour"),
+    "void": (VoidTransform(), "_null"),
 }
 
 
@@ -43,13 +52,18 @@ def _transform(text: str) -> tuple[str, Transform[Any, Any], str]:
         raise ConfigError(f"partition spec {text!r}: expected 'col', 'day(col)' or 'bucket(16, col)'")
     name, width, column = match.group(1).lower(), match.group(2), match.group(3)
     if name in _UNARY and width is None:
-        suffix = "" if name == "identity" else f"_{name}"
-        return column, _UNARY[name], f"{column}{suffix}"
+        transform, suffix = _UNARY[name]
+        return column, transform, f"{column}{suffix}"
     if name in ("bucket", "truncate") and width is not None:
-        transform: Transform[Any, Any] = BucketTransform(int(width)) if name == "bucket" else TruncateTransform(int(width))
-        return column, transform, f"{column}_{name}"
+        if int(width) < 1:
+            # pyiceberg-core's bucket kernel panics on 0 (a BaseException), and truncate(0) is undefined
+            raise ConfigError(f"partition spec {text!r}: expected a {name} width >= 1, found {width}")
+        if name == "bucket":
+            return column, BucketTransform(int(width)), f"{column}_bucket"
+        return column, TruncateTransform(int(width)), f"{column}_trunc"
     raise ConfigError(
-        f"partition spec {text!r}: unknown transform {name!r}; expected identity, year, month, day, hour, bucket(N, col) or truncate(N, col)"
+        f"partition spec {text!r}: unknown transform {name!r}; expected identity, year, month, day, hour, void, "
+        "bucket(N, col) or truncate(W, col)"
     )
 
 
@@ -61,13 +75,20 @@ def partition_spec(partition_by: Sequence[str] | PartitionSpec | None, schema: S
         return partition_by
     if isinstance(partition_by, str):
         partition_by = [partition_by]
-    fields = []
+    fields: list[PartitionField] = []
     for offset, text in enumerate(partition_by):
         column, transform, name = _transform(text)
         try:
             source = schema.find_field(column)
         except ValueError as exc:
             raise ConfigError(f"partition spec {text!r}: column {column!r} not in schema {schema.column_names}") from exc
+        if not transform.can_transform(source.field_type):
+            raise ConfigError(f"partition spec {text!r}: {transform} does not apply to {column!r} of type {source.field_type}")
+        # Iceberg Java's rules: partition names are unique, and only an identity field may share its source's name.
+        if name in {f.name for f in fields}:
+            raise ConfigError(f"partition spec {text!r}: expected a new partition field name, found {name!r} twice")
+        if name != column and name in schema.column_names:
+            raise ConfigError(f"partition spec {text!r}: partition field name {name!r} is also a column of the schema")
         fields.append(
             PartitionField(source_id=source.field_id, field_id=PARTITION_FIELD_ID_START + offset, transform=transform, name=name)
         )

@@ -28,6 +28,7 @@ from pyiceberg.transforms import BucketTransform
 from pyiceberg.types import LongType, StringType
 
 from mixed_iceberg import MixedTable, TableFormat
+from mixed_iceberg.exceptions import ConfigError
 from mixed_iceberg.store.entries import LiveFile, live_files
 from tests.support.tables import local_catalog, rows_of
 
@@ -119,7 +120,7 @@ def truncate(width: int, column: str) -> Transform:
     def value(v: Any) -> Any:
         return v[:width] if isinstance(v, str) else v - v % width  # Python's % floors, as Iceberg's truncate does
 
-    return Transform(f"truncate({width}, {column})", column, f"{column}_truncate", value, str)
+    return Transform(f"truncate({width}, {column})", column, f"{column}_trunc", value, str)
 
 
 def year(column: str) -> Transform:
@@ -148,6 +149,10 @@ def hour(column: str) -> Transform:
         lambda v: (_as_datetime(v) - EPOCH) // HOUR,
         lambda p: f"{EPOCH + p * HOUR:%Y-%m-%d-%H}",
     )
+
+
+def void(column: str) -> Transform:
+    return Transform(f"void({column})", column, f"{column}_null", lambda v: None, str)
 
 
 TRANSFORMS = [
@@ -189,9 +194,9 @@ def partition_filter(transform: Transform, rows: list[Row]) -> tuple[str, Callab
         return f"{column} = {key}", lambda r: r[column] == value, in_partition
     if kind == "" and column == "region":
         return f"region = '{value}'", lambda r: r["region"] == value, in_partition
-    if kind == "_truncate" and column == "name":
+    if kind == "_trunc" and column == "name":
         return f"name LIKE '{part}%'", lambda r: r["name"] is not None and r["name"].startswith(part), in_partition
-    if kind == "_truncate":
+    if kind == "_trunc":
         lo, hi = part, part + 10
         return f"n >= {lo} AND n < {hi}", lambda r: r["n"] is not None and lo <= r["n"] < hi, in_partition
     start = _as_datetime(value)
@@ -470,3 +475,54 @@ def test_unkeyed_and_plain_iceberg_tables_with_transform(tmp_path: Path, spec: S
 def test_every_transform_is_covered() -> None:
     kinds = {t.spec.split("(")[0] if "(" in t.spec else "identity" for t in TRANSFORMS}
     assert kinds == {"identity", "bucket", "truncate", "year", "month", "day", "hour"}
+
+
+def test_partition_fields_are_named_as_iceberg_java_names_them(tmp_path: Path) -> None:
+    specs = ["region", "identity(n)", "bucket(16, id)", "truncate(4, name)", "year(d)", "month(ts)", "day(tz)", "hour(ts)"]
+    table = local_catalog(tmp_path).create_table("db.t", SCHEMA, primary_key=["id"], partition_by=[*specs, "void(name)"])
+    names = [f.name for f in table.base_store.spec().fields]
+    assert names == ["region", "n", "id_bucket", "name_trunc", "d_year", "ts_month", "tz_day", "ts_hour", "name_null"]
+    assert table.change_store is not None
+    assert table.change_store.spec() == table.base_store.spec()
+
+
+def test_void_partition_keeps_every_row_in_the_null_partition(tmp_path: Path) -> None:
+    spec = (void("name"),)
+    table, replay = keyed_table(tmp_path, spec, seed=5)
+    commit(table, replay, 1)
+    assert rows_of(table.scan().to_arrow()) == replay.expected()
+    assert table.change_store is not None
+    assert_amoro_layout(table.change_store, spec)
+    table.optimizing.run("full")
+    assert rows_of(table.scan().to_arrow()) == replay.expected()
+    assert_amoro_layout(table.base_store, spec)
+    assert base_partitions(table) == {(None,)}
+
+
+@pytest.mark.parametrize(
+    ("partition_by", "message"),
+    [
+        (["bucket(0, id)"], r"expected a bucket width >= 1, found 0"),
+        (["truncate(0, name)"], r"expected a truncate width >= 1, found 0"),
+        (["day(name)"], r"day does not apply to 'name' of type string"),
+        (["hour(d)"], r"hour does not apply to 'd' of type date"),
+        (["truncate(2, d)"], r"truncate\[2\] does not apply to 'd' of type date"),
+        (["bucket(4, id)", "bucket(8, id)"], r"found 'id_bucket' twice"),
+        (["region", "identity(region)"], r"found 'region' twice"),
+        (["bucket(4, nope)"], r"column 'nope' not in schema"),
+        (["days(ts)"], r"unknown transform 'days'"),
+    ],
+)
+def test_partition_specs_that_cannot_be_written_are_refused_at_create(
+    tmp_path: Path, partition_by: list[str], message: str
+) -> None:
+    catalog = local_catalog(tmp_path)
+    with pytest.raises(ConfigError, match=message):
+        catalog.create_table("db.t", SCHEMA, primary_key=["id"], partition_by=partition_by)
+    assert catalog.list_tables("db") == []
+
+
+def test_a_partition_name_may_not_shadow_another_column(tmp_path: Path) -> None:
+    schema = SCHEMA.append(pa.field("ts_day", pa.int32()))
+    with pytest.raises(ConfigError, match=r"partition field name 'ts_day' is also a column"):
+        local_catalog(tmp_path).create_table("db.t", schema, primary_key=["id"], partition_by=["day(ts)"])
