@@ -5,6 +5,8 @@
     MixedIcebergError
     ├── ConfigError                 catalogs.yaml / keyword overrides are wrong
     ├── PropertyError               a table property is unknown or has a bad value
+    ├── InvalidSchemaError          create_table: a reserved column name, a key type that cannot be hashed
+    ├── InvalidFilterError          a row filter does not parse or names a column the table lacks
     ├── TableExistsError            create_table on an existing identifier
     ├── NoSuchTableError            load/drop of a missing identifier
     ├── NotKeyedTableError          a keyed-table operation on an unkeyed or plain Iceberg table
@@ -31,6 +33,8 @@ __all__ = [
     "CorruptTableError",
     "InvalidChangeActionError",
     "InvalidChangeError",
+    "InvalidFilterError",
+    "InvalidSchemaError",
     "LogStoreError",
     "MissingKeyError",
     "MixedIcebergError",
@@ -54,6 +58,16 @@ class ConfigError(MixedIcebergError):
 
 class PropertyError(MixedIcebergError):
     """A table property is unknown or its value does not parse."""
+
+
+class InvalidSchemaError(MixedIcebergError):
+    """A schema given to ``create_table`` breaks a Mixed-Iceberg rule: a column takes a name
+    mixed-iceberg reserves for its own columns, or a primary-key column has a type whose rows
+    cannot be hashed into tree nodes or compared by key. Nothing was created."""
+
+
+class InvalidFilterError(MixedIcebergError):
+    """A row filter does not parse, or names a column the table does not have."""
 
 
 class TableExistsError(MixedIcebergError):

@@ -5,7 +5,10 @@ Inner code never reads a property string: it gets a frozen :class:`TableOptions`
 ``python -m mixed_iceberg.options`` prints the Markdown table of every option.
 
 Unknown keys in our namespaces (``self-optimizing.``, ``log-store.``, ``base.``, ...) are
-rejected with the closest known key; keys in Iceberg's own namespaces pass through.
+rejected with the closest known key; keys in Iceberg's own namespaces pass through, except the
+Iceberg keys mixed-iceberg (or pyiceberg under it) parses on every commit or write: those are
+declared here with Iceberg's defaults, so that a bad value is refused when it is set rather
+than breaking every later commit.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ __all__ = [
     "OPTIONS",
     "Option",
     "TableOptions",
+    "check_key",
     "options_markdown",
     "parse_duration",
     "validate_properties",
@@ -47,6 +51,15 @@ def _float(raw: str) -> float:
 
 
 def _str(raw: str) -> str:
+    return raw
+
+
+_CODECS = ("zstd", "gzip", "snappy", "lz4", "brotli", "uncompressed")
+
+
+def _codec(raw: str) -> str:
+    if raw not in _CODECS:
+        raise ValueError(f"expected one of {', '.join(_CODECS)}")
     return raw
 
 
@@ -178,6 +191,76 @@ CHANGE_WRITE_FORMAT = _declare(Option("change.write.format", _format, "parquet",
 WRITE_FORMAT = _declare(Option("write.format.default", _format, "parquet", "Default file format."))
 BASE_REFRESH_INTERVAL = _declare(
     Option("base.refresh-interval", _int, -1, "Minor-optimize partitions with change data at least this often (ms); -1 is off.")
+)
+# -- Iceberg keys parsed on every commit or write (Iceberg's defaults) ----------------------------
+MANIFEST_MERGE_ENABLED = _declare(
+    Option(
+        "commit.manifest-merge.enabled",
+        _bool,
+        True,
+        "Iceberg: appends merge small manifests (Iceberg Java's default; pyiceberg's own is false).",
+    )
+)
+MANIFEST_MIN_COUNT_TO_MERGE = _declare(
+    Option(
+        "commit.manifest.min-count-to-merge",
+        _int,
+        100,
+        "Iceberg: manifests of a snapshot before an append merges them (and maintenance rewrites them).",
+        _positive,
+        "a positive count",
+    )
+)
+MANIFEST_TARGET_SIZE = _declare(
+    Option(
+        "commit.manifest.target-size-bytes",
+        _int,
+        8388608,
+        "Iceberg: target size of a merged manifest.",
+        _positive,
+        "a positive byte count",
+    )
+)
+PARQUET_ROW_GROUP_LIMIT = _declare(
+    Option("write.parquet.row-group-limit", _int, 1048576, "Iceberg: rows of a Parquet row group.", _positive, "a positive count")
+)
+PARQUET_PAGE_SIZE = _declare(
+    Option("write.parquet.page-size-bytes", _int, 1048576, "Iceberg: Parquet data page size.", _positive, "a positive byte count")
+)
+PARQUET_PAGE_ROW_LIMIT = _declare(
+    Option("write.parquet.page-row-limit", _int, 20000, "Iceberg: rows of a Parquet data page.", _positive, "a positive count")
+)
+PARQUET_DICT_SIZE = _declare(
+    Option(
+        "write.parquet.dict-size-bytes",
+        _int,
+        2097152,
+        "Iceberg: Parquet dictionary page size limit.",
+        _positive,
+        "a positive byte count",
+    )
+)
+PARQUET_COMPRESSION = _declare(Option("write.parquet.compression-codec", _codec, "zstd", "Iceberg: Parquet compression codec."))
+PARQUET_COMPRESSION_LEVEL = _declare(
+    Option("write.parquet.compression-level", _int, None, "Iceberg: Parquet compression level (the codec's default when unset).")
+)
+METADATA_DELETE_AFTER_COMMIT = _declare(
+    Option(
+        "write.metadata.delete-after-commit.enabled",
+        _bool,
+        False,
+        "Iceberg: delete metadata files that fall off the metadata log (mixed-iceberg, like Amoro, sets true at create).",
+    )
+)
+METADATA_PREVIOUS_VERSIONS_MAX = _declare(
+    Option(
+        "write.metadata.previous-versions-max",
+        _int,
+        100,
+        "Iceberg: metadata files kept in the metadata log.",
+        _positive,
+        "a positive count",
+    )
 )
 # -- LogStore -----------------------------------------------------------------------------------
 LOG_STORE_ENABLED = _declare(Option("log-store.enabled", _bool, False, "Double-write every change to the LogStore."))
@@ -367,6 +450,22 @@ RESERVED_KEYS = (
 )
 
 
+def check_key(key: str, table: str = "") -> None:
+    """Reject a key users may not set: a reserved one, or an unknown one in an owned namespace.
+
+    Raises:
+        PropertyError: with the offending key and the closest known key.
+    """
+    if key in OPTIONS:
+        return
+    if key in RESERVED_KEYS:
+        raise PropertyError(f"{_where(table)}property {key!r} is written by mixed-iceberg itself and cannot be set")
+    if key.startswith(OWNED_PREFIXES) or not key.startswith(PASSTHROUGH_PREFIXES):
+        close = difflib.get_close_matches(key, list(OPTIONS), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise PropertyError(f"{_where(table)}unknown property {key!r}{hint}")
+
+
 def validate_properties(properties: Mapping[str, str], table: str = "") -> None:
     """Reject unknown keys in owned namespaces and values that do not parse.
 
@@ -376,15 +475,9 @@ def validate_properties(properties: Mapping[str, str], table: str = "") -> None:
     for key, value in properties.items():
         if not isinstance(value, str):
             raise PropertyError(f"{_where(table)}property {key!r}: expected a string value, found {type(value).__name__}")
+        check_key(key, table)
         if key in OPTIONS:
             OPTIONS[key].read(properties, table)
-            continue
-        if key in RESERVED_KEYS:
-            raise PropertyError(f"{_where(table)}property {key!r} is written by mixed-iceberg itself and cannot be set")
-        if key.startswith(OWNED_PREFIXES) or not key.startswith(PASSTHROUGH_PREFIXES):
-            close = difflib.get_close_matches(key, list(OPTIONS), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise PropertyError(f"{_where(table)}unknown property {key!r}{hint}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,11 @@
 The ChangeStore's Iceberg schema equals the BaseStore's; ``_file_offset`` lives only in the
 Parquet files of the ChangeStore (Amoro's ``SchemaUtil.changeWriteSchema``), under Amoro's
 reserved field id so that Java readers find it.
+
+A new table may not take the names of the columns mixed-iceberg adds next to the user's
+(:data:`RESERVED_COLUMNS`, and any name starting with ``__``, the prefix of the merge kernels'
+working columns), nor key on a type whose rows cannot be hashed into tree nodes and compared by
+key (:data:`KEY_TYPES`): such a table could be created but never written or read.
 """
 
 from __future__ import annotations
@@ -13,16 +18,34 @@ import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema, assign_fresh_schema_ids
-from pyiceberg.types import LongType, NestedField
+from pyiceberg.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    FixedType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    NestedField,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+    TimeType,
+)
 
-from mixed_iceberg.exceptions import MissingKeyError, SchemaMismatchError
+from mixed_iceberg.exceptions import InvalidSchemaError, MissingKeyError, SchemaMismatchError
 
 __all__ = [
     "FILE_OFFSET_FIELD",
     "FILE_OFFSET_FIELD_ID",
+    "KEY_TYPES",
+    "RESERVED_COLUMNS",
+    "RESERVED_PREFIX",
     "TRANSACTION_ID_FIELD_ID",
     "arrow_schema",
     "change_file_schema",
+    "check_column_names",
     "conform",
     "keyed_iceberg_schema",
 ]
@@ -32,29 +55,90 @@ TRANSACTION_ID_FIELD_ID = 2147483647 - 1001
 FILE_OFFSET_FIELD_ID = 2147483647 - 1002
 FILE_OFFSET_FIELD = NestedField(FILE_OFFSET_FIELD_ID, "_file_offset", LongType(), required=False)
 
+#: Column names mixed-iceberg puts next to the table's own, matched case-insensitively:
+#: Amoro's metadata columns (``MetadataColumns.java``: ``_transaction_id``, ``_file_offset``,
+#: ``_change_action``, ``_tree_node``; ``_ingest_time`` of its watermark generator), and the
+#: columns of change batches, change scans and LogStore reads.
+RESERVED_COLUMNS = (
+    "_transaction_id",
+    "_file_offset",
+    "_change_action",
+    "_tree_node",
+    "_ingest_time",
+    "_upstream_id",
+    "_epic",
+    "_partition",
+    "_offset",
+)
+#: Prefix of the working columns of the merge kernels (``__lsn``, ``__row``, ...).
+RESERVED_PREFIX = "__"
+#: Iceberg types a primary-key column may have: hashed as Amoro's Java writers do
+#: (:mod:`mixed_iceberg.format.javahash`) and usable as Arrow join and group-by keys.
+#: float and double are refused as Iceberg refuses them as identifier fields (NaN, -0.0);
+#: uuid because Arrow's hash kernels take no extension-typed keys; nested types as Amoro does.
+KEY_TYPES: tuple[type[IcebergType], ...] = (
+    BooleanType,
+    IntegerType,
+    LongType,
+    DecimalType,
+    DateType,
+    TimeType,
+    TimestampType,
+    TimestamptzType,
+    StringType,
+    FixedType,
+    BinaryType,
+)
+_KEY_TYPE_NAMES = "boolean, int, long, decimal, date, time, timestamp, timestamptz, string, fixed, binary"
 
-def keyed_iceberg_schema(schema: pa.Schema | Schema, primary_key: Sequence[str]) -> Schema:
+
+def _where(table: str) -> str:
+    return f"table {table}: " if table else ""
+
+
+def check_column_names(schema: Schema, table: str = "") -> None:
+    """Refuse top-level columns that take a name mixed-iceberg reserves.
+
+    Raises:
+        InvalidSchemaError: naming the columns, the reserved names and the reserved prefix.
+    """
+    reserved = set(RESERVED_COLUMNS)
+    taken = [f.name for f in schema.fields if f.name.lower() in reserved or f.name.startswith(RESERVED_PREFIX)]
+    if taken:
+        raise InvalidSchemaError(
+            f"{_where(table)}expected column names other than the reserved {list(RESERVED_COLUMNS)} "
+            f"and names starting with {RESERVED_PREFIX!r}, found {taken}; rename them"
+        )
+
+
+def keyed_iceberg_schema(schema: pa.Schema | Schema, primary_key: Sequence[str], *, table: str = "") -> Schema:
     """The Iceberg schema for a new table: fresh field ids, key columns required.
 
     Key columns are made required (a key can never be null) and declared as the
     schema's identifier fields, so that engines such as Flink see the upsert key too.
 
     Raises:
-        MissingKeyError: a key column is not a top-level primitive column of ``schema``.
+        MissingKeyError: a key column is not a top-level column of ``schema``.
+        InvalidSchemaError: a column takes a reserved name, or a key column's type is not
+            one of :data:`KEY_TYPES`.
     """
     converted = Catalog._convert_schema_if_needed(schema)
     fresh = assign_fresh_schema_ids(converted)
+    check_column_names(fresh, table)
     names = [field.name for field in fresh.fields]
     missing = [key for key in primary_key if key not in names]
     if missing:
-        raise MissingKeyError(f"primary key columns {missing} are not in the schema; expected a subset of {names}")
+        raise MissingKeyError(f"{_where(table)}primary key columns {missing} are not in the schema; expected a subset of {names}")
     if len(set(primary_key)) != len(primary_key):
-        raise MissingKeyError(f"primary key lists a column twice: {list(primary_key)}")
+        raise MissingKeyError(f"{_where(table)}primary key lists a column twice: {list(primary_key)}")
     fields = []
     for field in fresh.fields:
         if field.name in primary_key:
-            if not field.field_type.is_primitive:
-                raise MissingKeyError(f"primary key column {field.name!r} must be primitive, found {field.field_type}")
+            if not isinstance(field.field_type, KEY_TYPES):
+                raise InvalidSchemaError(
+                    f"{_where(table)}primary key column {field.name!r}: expected one of the key types "
+                    f"{_KEY_TYPE_NAMES}, found {field.field_type}"
+                )
             field = NestedField(field.field_id, field.name, field.field_type, required=True, doc=field.doc)
         fields.append(field)
     key_ids = [next(f.field_id for f in fields if f.name == key) for key in primary_key]

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -26,6 +26,7 @@ from mixed_iceberg.reader.changes import ChangeScan
 from mixed_iceberg.reader.scan import MixedScan
 from mixed_iceberg.schema import arrow_schema
 from mixed_iceberg.store.commit import CommitOutcome
+from mixed_iceberg.table_properties import update_properties
 from mixed_iceberg.typedef import CommitId, TableFormat
 
 if TYPE_CHECKING:
@@ -88,6 +89,23 @@ class MixedTable:
             self.change_store.refresh()
         self.options = TableOptions.from_properties(self.base_store.properties, self.name)
         return self
+
+    def update_properties(self, updates: Mapping[str, str] | None = None, removals: Iterable[str] = ()) -> MixedTable:
+        """Set and remove table properties, on both stores of a keyed table (as Amoro does), then refresh.
+
+        Values are checked as at create (the option registry, ``self-optimizing.filter``
+        against the schema), and reserved keys refused, before either store changes. The
+        counterpart of pyiceberg's ``with table.transaction() as t: t.set_properties(...)``.
+
+        >>> table.update_properties({"self-optimizing.quota": "0.2"}, removals=["self-optimizing.filter"])  # doctest: +SKIP
+
+        Raises:
+            PropertyError: a reserved or unknown key, a value that does not parse, or a key
+                both set and removed.
+            CommitConflictError: another commit changed a store at the same moment; retry.
+        """
+        update_properties(self, updates, removals)
+        return self.refresh()
 
     def writer_identity(self, partition_id: int = 0, task_id: int = 0) -> WriterIdentity:
         """A fresh writer identity (file-name fields) for one writer task."""

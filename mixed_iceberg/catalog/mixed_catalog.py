@@ -2,6 +2,10 @@
 
 A keyed table is created as two Iceberg tables, ``db.t`` (BaseStore) and ``db.t_change_``
 (ChangeStore), with the same schema and partition spec, linked by Amoro's properties.
+
+Everything a table is given is checked before anything is created: the schema (no reserved
+column names, keyable key types), every property value (the option registry) and
+``self-optimizing.filter`` against the schema.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
+from mixed_iceberg.catalog.locations import purge_store
 from mixed_iceberg.catalog.markers import (
     CHANGE_IDENTIFIER,
     TABLE_STORE,
@@ -26,9 +31,9 @@ from mixed_iceberg.catalog.markers import (
 )
 from mixed_iceberg.catalog.partitioning import partition_spec
 from mixed_iceberg.exceptions import ConfigError, CorruptTableError, NoSuchTableError, TableExistsError
-from mixed_iceberg.options import validate_properties
 from mixed_iceberg.schema import keyed_iceberg_schema
 from mixed_iceberg.table import MixedTable
+from mixed_iceberg.table_properties import validate_table_properties
 from mixed_iceberg.typedef import TableFormat, TableStore
 
 __all__ = ["MixedCatalog"]
@@ -72,16 +77,19 @@ class MixedCatalog:
 
         Raises:
             TableExistsError: the table (or its ChangeStore name) is taken.
-            PropertyError: a property is unknown or malformed.
+            PropertyError: a property is unknown or malformed, or ``self-optimizing.filter``
+                does not parse or names a column the schema lacks.
             MissingKeyError: a key column is not in the schema.
+            InvalidSchemaError: a column takes a reserved name, or a key column a type that
+                cannot be a key.
         """
         namespace, _ = _split(identifier)
         user = dict(properties or {})
-        validate_properties(user, identifier)
         keys = list(primary_key or [])
         if keys and table_format != TableFormat.MIXED_ICEBERG:
             raise ConfigError(f"{identifier}: a primary key needs table_format MIXED_ICEBERG, found {table_format.value}")
-        iceberg_schema = keyed_iceberg_schema(schema, keys)
+        iceberg_schema = keyed_iceberg_schema(schema, keys, table=identifier)
+        validate_table_properties(user, iceberg_schema, identifier)
         spec = partition_spec(partition_by, iceberg_schema)
         if self.iceberg.table_exists(identifier):
             raise TableExistsError(f"table {identifier} already exists")
@@ -151,14 +159,20 @@ class MixedCatalog:
         return [n for n in names if not (n.endswith(suffix) and n.removesuffix(suffix) in present)]
 
     def drop_table(self, identifier: str, *, purge: bool = False) -> None:
-        """Drop a table (both stores of a keyed one); ``purge`` also deletes its files.
+        """Drop a table (both stores of a keyed one); ``purge`` also deletes every file of it.
+
+        Purging deletes each store's folder with everything in it, statistics (Puffin) files
+        included (see :mod:`mixed_iceberg.catalog.locations`).
 
         Raises:
             NoSuchTableError: nothing by that name.
         """
         table = self.load_table(identifier)
-        drop = self.iceberg.purge_table if purge else self.iceberg.drop_table
-        if table.change_store is not None:
-            drop(".".join(table.change_store.name()))
-        drop(identifier)
+        for store in (table.change_store, table.base_store):
+            if store is None:
+                continue
+            if purge:
+                purge_store(self.iceberg, store)
+            else:
+                self.iceberg.drop_table(store.name())
         log.info("dropped table %s (purge=%s)", identifier, purge)

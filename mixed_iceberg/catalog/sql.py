@@ -21,12 +21,16 @@ A SQLite catalog (the embedded default) runs in WAL mode with ``synchronous=NORM
 and the one writer no longer block each other across processes (ingest and optimizer jobs
 share the file), and a commit costs no fsync of the journal. A crash of the process loses
 nothing committed; a power loss may lose the last commits but never corrupts the catalog.
+
+A new table goes to ``<warehouse>/<db>/<table>`` unless that folder still holds files; then to
+``<warehouse>/<db>/<table>-<uuid>`` (see :mod:`mixed_iceberg.catalog.locations`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +47,7 @@ from pyiceberg.table.update import TableRequirement, TableUpdate
 from pyiceberg.typedef import Identifier
 from sqlalchemy import Select, bindparam, event, select
 
+from mixed_iceberg.catalog.locations import location_taken
 from mixed_iceberg.catalog.metadata_json import write_metadata
 from mixed_iceberg.compat import updated_metadata
 
@@ -100,6 +105,15 @@ class SqlCatalogWithCache(SqlCatalog):
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
             self.engine.dispose()  # pooled connections were opened before the listener
+
+    def _resolve_table_location(self, location: str | None, database_name: str, table_name: str) -> str:
+        """pyiceberg's default location, or a fresh one beside it when that folder holds files."""
+        resolved = super()._resolve_table_location(location, database_name, table_name)
+        if location or not location_taken(resolved, self.properties):
+            return resolved
+        fresh = f"{resolved}-{uuid.uuid4().hex}"
+        log.info("%s.%s: folder %s holds files of another table; created at %s", database_name, table_name, resolved, fresh)
+        return fresh
 
     @staticmethod
     def _write_metadata(metadata: TableMetadata, io: FileIO, metadata_path: str) -> None:

@@ -13,10 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from pyiceberg.expressions import BooleanExpression
-from pyiceberg.table import _parse_row_filter as parse_row_filter
-from pyparsing import ParseException
 
-from mixed_iceberg.exceptions import CommitConflictError, PropertyError
+from mixed_iceberg.exceptions import CommitConflictError
 from mixed_iceberg.optimizing.collect import CollectedTable, collect
 from mixed_iceberg.optimizing.commit import commit_outputs
 from mixed_iceberg.optimizing.evaluate import evaluate_table
@@ -29,6 +27,7 @@ from mixed_iceberg.optimizing.model import (
     TableEvaluation,
 )
 from mixed_iceberg.optimizing.plan import plan_tasks
+from mixed_iceberg.table_properties import optimizing_filter
 
 if TYPE_CHECKING:
     from mixed_iceberg.table import MixedTable
@@ -58,20 +57,13 @@ class TableOptimizing:
     def config(self) -> OptimizingConfig:
         return OptimizingConfig.from_properties(self.table.base_store.properties, self.table.name)
 
-    def _partition_filter(self, config: OptimizingConfig) -> BooleanExpression | None:
-        if not config.filter:
-            return None
-        try:
-            return parse_row_filter(config.filter)
-        except ParseException as exc:
-            raise PropertyError(
-                f"table {self.table.name}: property 'self-optimizing.filter': expected a predicate such as "
-                f"\"region = 'eu' AND day >= '2026-01-01'\", found {config.filter!r} ({exc})"
-            ) from exc
+    def _partition_filter(self) -> BooleanExpression | None:
+        # The parser and checks create_table and update_properties apply to the property.
+        return optimizing_filter(self.table.base_store.properties, self.table.schema(), self.table.name)
 
     def _state(self) -> tuple[CollectedTable, TableEvaluation]:
         self.table.refresh()
-        collected = collect(self.table, self._partition_filter(self.config))
+        collected = collect(self.table, self._partition_filter())
         evaluation = evaluate_table(
             self.table.name,
             collected.partitions,
