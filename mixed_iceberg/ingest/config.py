@@ -64,6 +64,9 @@ class TableSpec(_Frozen):
 
     columns: tuple[ColumnSpec, ...]
     primary_key: tuple[str, ...] = Field(alias="primary-key")
+    partition_by: tuple[str, ...] = Field(
+        (), alias="partition-by", description='partition transforms, as create_table takes them: ["day(ts)", "bucket(16, id)"]'
+    )
     properties: dict[str, str] = Field(default_factory=dict)
 
     def arrow_schema(self) -> pa.Schema:

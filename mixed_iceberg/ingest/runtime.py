@@ -77,7 +77,11 @@ def load_table(config: IngestConfig, *, create: bool = False) -> MixedTable:
         spec = config.create_table
         log.info("creating table %s", config.table)
         return catalog.create_table(
-            config.table, spec.arrow_schema(), primary_key=list(spec.primary_key), properties=spec.properties
+            config.table,
+            spec.arrow_schema(),
+            primary_key=list(spec.primary_key),
+            partition_by=list(spec.partition_by) or None,
+            properties=spec.properties,
         )
 
 
