@@ -1,9 +1,13 @@
-"""Bulk load into the BaseStore: the initial snapshot of an existing dataset.
+"""Bulk load: the initial snapshot of an existing dataset, or rows that replace their keys.
 
-Rows are bucketed by key into ``B`` files (Amoro's layout) and committed to the BaseStore in
-one snapshot. Their transaction id is the ChangeStore's current sequence, so changes already
-committed never delete them. ``overwrite`` replaces every base file and advances the optimized
-sequence of every partition, so the table then reads exactly as the loaded rows.
+A batch that repeats a key keeps the key's last row (the batch is read as +I rows in order).
+Into an empty keyed table (and with ``overwrite``) rows are bucketed by key into ``B`` files
+(Amoro's layout) and committed to the BaseStore in one snapshot; their transaction id is the
+ChangeStore's current sequence. ``overwrite`` replaces every base file and advances the
+optimized sequence of every partition, so the table then reads exactly as the loaded rows.
+Into a keyed table that already holds rows they are committed as ``+I`` change rows, so that
+each replaces its key's row (the BaseStore keeps at most one live row per key, which is what
+lets readers probe only the keys of the change tail).
 """
 
 from __future__ import annotations
@@ -11,7 +15,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
+from pyiceberg.manifest import DataFileContent
 from pyiceberg.table import Transaction
 
 from mixed_iceberg.basestore.optimized_sequence import (
@@ -19,9 +25,11 @@ from mixed_iceberg.basestore.optimized_sequence import (
     stage_optimized_sequence,
     summary_flags,
 )
+from mixed_iceberg.changestore.batch import ACTION_COLUMN
 from mixed_iceberg.exceptions import MissingKeyError
+from mixed_iceberg.reader.merge import key_codes
 from mixed_iceberg.schema import arrow_schema, conform
-from mixed_iceberg.store.commit import CommitOutcome, Stager, commit_files
+from mixed_iceberg.store.commit import CommitOutcome, Stager, commit_files, last_committed_sequence
 from mixed_iceberg.store.entries import live_files
 from mixed_iceberg.store.layout import partition_path, split_sized
 from mixed_iceberg.store.writing import write_groups
@@ -52,6 +60,15 @@ def bulk_load(
     rows = conform(data, arrow_schema(table.schema()), table_name=table.name)
     base = table.base_store
     change = table.change_store
+    if table.is_keyed and rows.num_rows:
+        rows = _last_per_key(rows, table.primary_key)
+    if commit_id is not None and _already_committed(table, commit_id):
+        return CommitOutcome(None, True, 0, 0, 0.0)
+    if table.is_keyed and not overwrite and _holds_rows(table):
+        with table.new_transaction(commit_id) as txn:
+            txn.write(rows.append_column(ACTION_COLUMN, pa.array(np.full(rows.num_rows, "+I"), pa.string())))
+        assert txn.outcome is not None
+        return txn.outcome
     change_snapshot = change.current_snapshot() if change is not None else None
     transaction_id = (change_snapshot.sequence_number or 0) if change_snapshot is not None else 0
     groups = split_sized(base, rows, table.primary_key, table.options.base_buckets, table.options.target_file_size)
@@ -78,3 +95,28 @@ def bulk_load(
     return commit_files(
         base, added=files, deleted=deleted, commit_id=commit_id, summary=summary, stage=stage, table_name=table.name
     )
+
+
+def _last_per_key(rows: pa.Table, primary_key: tuple[str, ...]) -> pa.Table:
+    """``rows`` without the earlier rows of a repeated key (input order kept)."""
+    codes, count = key_codes([rows.column(k) for k in primary_key])
+    if count == rows.num_rows:
+        return rows
+    last = np.full(count, -1, dtype=np.int64)
+    np.maximum.at(last, codes, np.arange(rows.num_rows, dtype=np.int64))
+    return rows.take(pa.array(np.sort(last)))
+
+
+def _already_committed(table: MixedTable, commit_id: CommitId) -> bool:
+    """Whether either store already recorded ``commit_id`` (a load may have gone to either)."""
+    stores = [table.base_store, *([table.change_store] if table.change_store is not None else [])]
+    return any((last := last_committed_sequence(s, commit_id.writer)) is not None and last >= commit_id.sequence for s in stores)
+
+
+def _holds_rows(table: MixedTable) -> bool:
+    """Whether the BaseStore has a live data file or the ChangeStore any file (from metadata)."""
+    base = table.base_store
+    if any(f.data_file.content == DataFileContent.DATA for f in live_files(base, base.current_snapshot())):
+        return True
+    change = table.change_store
+    return change is not None and bool(live_files(change, change.current_snapshot()))

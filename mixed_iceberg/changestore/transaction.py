@@ -17,7 +17,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from mixed_iceberg.changestore.batch import ChangeRows, normalize_changes
-from mixed_iceberg.changestore.offsets import assign_offsets, route_rows
+from mixed_iceberg.changestore.offsets import assign_offsets, last_row, pair_updates, route_rows
 from mixed_iceberg.changestore.writer import WriterIdentity, write_change_files
 from mixed_iceberg.exceptions import MixedIcebergError
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
@@ -50,6 +50,7 @@ class ChangeTransaction:
         self._target = arrow_schema(table.schema(), field_ids=False)
         self._batches: list[tuple[pa.Table, npt.NDArray[np.int8]]] = []
         self._offset = 0
+        self._previous: tuple[int, pa.Table] | None = None
         self._state = "open"
         self.outcome: CommitOutcome | None = None
 
@@ -67,10 +68,13 @@ class ChangeTransaction:
         rows: ChangeRows = normalize_changes(changes, self._target, self._table.primary_key, table_name=self._table.name)
         if rows.num_rows == 0:
             return
-        offsets = assign_offsets(rows.actions, self._offset)
+        keys = rows.data.select(list(self._table.primary_key))
+        actions = pair_updates(rows.actions, keys, self._previous)
+        self._previous = last_row(actions, keys)
+        offsets = assign_offsets(actions, self._offset)
         self._offset = int(offsets[-1])
         data = rows.data.append_column(FILE_OFFSET_FIELD.name, pa.array(offsets))
-        self._batches.append((data, rows.actions))
+        self._batches.append((data, actions))
 
     def commit(self) -> CommitOutcome:
         """Write the buffered rows as change files and commit them in one snapshot.

@@ -30,9 +30,9 @@ from mixed_iceberg.format import parse_change
 from mixed_iceberg.optimizing.collect import CollectedTable
 from mixed_iceberg.optimizing.model import BaseFile, RewriteTask
 from mixed_iceberg.reader.data_files import deleted_positions
-from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, merge_latest
+from mixed_iceberg.reader.merge import LSN, KeyedRows, keep_rows, latest_by_key
 from mixed_iceberg.reader.plan import ChangeFileRef
-from mixed_iceberg.reader.read import filesystem_for, read_base_rows, read_change_rows
+from mixed_iceberg.reader.read import base_lsn, filesystem_for, read_base_rows, read_change_rows
 from mixed_iceberg.store.datafiles import data_location
 from mixed_iceberg.store.delete_files import referenced_data_file, write_position_deletes
 from mixed_iceberg.store.equality_deletes import read_with_deletes
@@ -91,12 +91,8 @@ def _targets(base: Table, delete: DataFile) -> set[str]:
     return set(pc.unique(_read_columns(base, delete.file_path, ["file_path"]).column("file_path")).to_pylist())
 
 
-def _killed_positions(
-    base: Table, segments: Sequence[BaseFile], newest: pa.Table, keys: list[str]
-) -> list[npt.NDArray[np.int64]]:
-    """Per segment, the row positions whose key has a strictly newer merged delete.
-
-    All segments' key columns are read in one scan (file order kept) and looked up at once.
+def _segment_keys(base: Table, segments: Sequence[BaseFile], keys: list[str]) -> pa.Table:
+    """The key columns of every row of ``segments`` (position-deleted ones too), in file order.
 
     Raises:
         CorruptTableError: the segments hold another number of rows than their manifests say.
@@ -104,25 +100,18 @@ def _killed_positions(
     filesystem, _ = filesystem_for(base.io, segments[0].path)
     local = [filesystem_for(base.io, s.path)[1] for s in segments]
     rows = ds.dataset(local, format="parquet", filesystem=filesystem).to_table(columns=keys)
-    counts = np.fromiter((s.records for s in segments), dtype=np.int64, count=len(segments))
-    if rows.num_rows != int(counts.sum()):
-        raise CorruptTableError(f"segments hold {rows.num_rows} rows; their manifests say {int(counts.sum())}")
-    segment_lsn = np.repeat(
-        np.fromiter(((s.transaction_id << 32) | BASE_OFFSET for s in segments), dtype=np.int64, count=len(segments)), counts
-    )
-    if len(keys) == 1:
-        slot = pc.index_in(rows.column(keys[0]), value_set=newest.column(keys[0]).combine_chunks())
-        newest_lsn = newest.column("__max").combine_chunks().take(slot)
-        killed = np.flatnonzero(pc.fill_null(pc.greater(newest_lsn, pa.array(segment_lsn)), False).to_numpy(zero_copy_only=False))
-    else:
-        rows = rows.append_column("__row", pa.array(np.arange(rows.num_rows, dtype=np.int64)))
-        hits = rows.join(newest, keys=keys, join_type="inner")
-        row = hits.column("__row").to_numpy()
-        killed = np.sort(row[hits.column("__max").to_numpy() > segment_lsn[row]])
+    expected = sum(s.records for s in segments)
+    if rows.num_rows != expected:
+        raise CorruptTableError(f"segments hold {rows.num_rows} rows; their manifests say {expected}")
+    return rows
+
+
+def _per_segment(positions: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]) -> list[npt.NDArray[np.int64]]:
+    """Row positions across all segments (sorted) split into positions within each segment."""
     ends = np.cumsum(counts)
     return [
         p - (end - count)
-        for p, end, count in zip(np.split(killed, np.searchsorted(killed, ends[:-1])), ends, counts, strict=True)
+        for p, end, count in zip(np.split(positions, np.searchsorted(positions, ends[:-1])), ends, counts, strict=True)
     ]
 
 
@@ -140,33 +129,65 @@ def execute_task(table: MixedTable, collected: CollectedTable, task: RewriteTask
     schema = table.schema()
     keys = list(table.primary_key)
     output = TaskOutput(task)
+    refs = _change_refs(task)
+    segments = list(task.segments)
+    earlier_files = {collected.delete_files[p].data_file for s in segments for p in s.pos_delete_files}
+    earlier_by_path = deleted_positions(base, earlier_files)
+    kills = [np.empty(0, np.int64)] * len(segments)
     if keys:
-        groups: dict[int, list[FileScanTask]] = {}
-        for file in task.rewrite:
-            groups.setdefault(file.transaction_id, []).append(_scan_task(collected, file))
-        data = read_base_rows(base, [(tx, 0, scans) for tx, scans in groups.items()], schema, AlwaysTrue(), with_partition=False)
+        scans = [_scan_task(collected, f) for f in task.rewrite]
+        data = read_base_rows(base, scans, [f.transaction_id for f in task.rewrite], schema, AlwaysTrue())
+        inserts = deletes = None
+        if table.change_store is not None and refs:
+            io = table.change_store.io
+            inserts = read_change_rows(io, schema, [r for r in refs if not r.is_delete], schema.column_names, AlwaysTrue())
+            deletes = read_change_rows(io, schema, [r for r in refs if r.is_delete], keys, AlwaysTrue())
+        if inserts is not None and deletes is not None:
+            output.rows_in = data.num_rows + inserts.num_rows + deletes.num_rows
+            settled = [KeyedRows.of([data.column(k) for k in keys], data.column(LSN).to_numpy(), True)]
+            alive = np.empty(0, np.int64)
+            counts = np.fromiter((s.records for s in segments), dtype=np.int64, count=len(segments))
+            if segments:
+                # Segment rows of the tail's keys compete too: a newer change row retires them.
+                found = _segment_keys(base, segments, keys)
+                dead = np.concatenate(
+                    [
+                        earlier_by_path.get(s.path, np.empty(0, np.int64)) + start
+                        for s, start in zip(segments, np.cumsum(counts) - counts, strict=True)
+                    ]
+                )
+                is_alive = np.ones(found.num_rows, dtype=bool)
+                is_alive[dead[(dead >= 0) & (dead < found.num_rows)]] = False
+                alive = np.flatnonzero(is_alive)
+                lsn = np.repeat(base_lsn([s.transaction_id for s in segments]), counts)[alive]
+                settled.append(KeyedRows.of([found.column(k).take(pa.array(alive)) for k in keys], lsn, True))
+            (data_keep, *segment_keep), (insert_keep, _) = latest_by_key(
+                settled,
+                [
+                    KeyedRows.of([inserts.column(k) for k in keys], inserts.column(LSN).to_numpy(), True),
+                    KeyedRows.of([deletes.column(k) for k in keys], deletes.column(LSN).to_numpy(), False),
+                ],
+            )
+            if segments:
+                kills = _per_segment(alive[~segment_keep[0]], counts)
+            survivors = pa.concat_tables(
+                [keep_rows(data, data_keep), keep_rows(inserts.select(data.column_names), insert_keep)],
+                promote_options="permissive",
+            ).drop_columns([LSN])
+        else:
+            output.rows_in = data.num_rows
+            survivors = data.drop_columns([LSN])
     else:
         # Unkeyed and plain Iceberg tables: Iceberg's delete rules, equality deletes included.
         attached = {p for f in task.rewrite for p in (*f.pos_delete_files, *f.eq_delete_files)}
-        data = read_with_deletes(
+        survivors = read_with_deletes(
             base,
             [collected.data_files[f.path] for f in task.rewrite],
             [collected.delete_files[p] for p in sorted(attached)],
             schema,
             schema,
         )
-        data = data.append_column(LSN, pa.array(np.zeros(data.num_rows, np.int64)))
-    refs = _change_refs(task)
-    deletes = pa.table({**{k: pa.array([], data.schema.field(k).type) for k in keys}, LSN: pa.array([], pa.int64())})
-    if table.change_store is not None and refs:
-        io = table.change_store.io
-        inserts = read_change_rows(
-            io, schema, [r for r in refs if not r.is_delete], schema.column_names, AlwaysTrue(), with_partition=False
-        )
-        deletes = read_change_rows(io, schema, [r for r in refs if r.is_delete], keys, AlwaysTrue(), with_partition=False)
-        data = pa.concat_tables([data, inserts.select(data.column_names)], promote_options="permissive")
-    output.rows_in = data.num_rows + deletes.num_rows
-    survivors = merge_latest(data, deletes, keys) if keys else data.drop_columns([LSN])
+        output.rows_in = survivors.num_rows
     output.rows_out = survivors.num_rows
     transaction_id = max([*(f.transaction_id for f in task.rewrite), *(r.transaction_id for r in refs), 0])
     # Cut output by the on-disk size of the input rows: cut by Arrow memory, a merge of two
@@ -180,17 +201,8 @@ def execute_task(table: MixedTable, collected: CollectedTable, task: RewriteTask
     )
     output.removed_data = [collected.data_files[f.path].data_file for f in task.rewrite]
     covered = {f.path for f in task.rewrite}
-    if task.segments:
-        newest = deletes.group_by(keys).aggregate([(LSN, "max")]).rename_columns([*keys, "__max"]) if keys else None
+    if segments:
         combine = set(task.combine_deletes)
-        segments = list(task.segments)
-        kills = (
-            _killed_positions(base, segments, newest, keys)
-            if newest is not None and newest.num_rows
-            else [np.empty(0, np.int64)] * len(segments)
-        )
-        earlier_files = {collected.delete_files[p].data_file for s in segments for p in s.pos_delete_files}
-        earlier_by_path = deleted_positions(base, earlier_files)
         to_write: list[tuple[str, str, npt.NDArray[np.int64]]] = []
         for segment, positions in zip(segments, kills, strict=True):
             earlier = earlier_by_path.get(segment.path, np.empty(0, np.int64))

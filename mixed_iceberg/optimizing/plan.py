@@ -95,11 +95,12 @@ def plan_partition(part: PartitionFiles, kind: OptimizingType, config: Optimizin
     if not change and not rewrite:
         return None
     chosen = {f.path for f in rewrite}
-    has_deletes = any(c.is_delete for c in change)
+    # Any change row may retire a segment's row of its key (a newer insert replaces it too).
+    has_change = bool(change)
     combine_at = combine_threshold(config)
-    segments = [f for f in part.base if f.path not in chosen and (has_deletes or len(f.pos_delete_files) >= combine_at)]
+    segments = [f for f in part.base if f.path not in chosen and (has_change or len(f.pos_delete_files) >= combine_at)]
     # A segment whose next position-delete file would reach the threshold is combined now.
-    combine = [f.path for f in segments if len(f.pos_delete_files) + (1 if has_deletes else 0) >= combine_at]
+    combine = [f.path for f in segments if len(f.pos_delete_files) + (1 if has_change else 0) >= combine_at]
     everything = len(rewrite) == len(part.base)
     dangling = sorted({p for f in part.base for p in f.eq_delete_files}) if everything else []
     return RewriteTask(

@@ -1,9 +1,14 @@
-"""CDC reads of the ChangeStore: ``table.changes(from_snapshot, to_snapshot).to_arrow()``.
+"""CDC reads of a keyed table: ``table.changes(from_snapshot, to_snapshot).to_arrow()``.
 
-Change files do not store the action: ``I`` files hold +I and +U rows, ``ED`` files -D and
--U rows. A delete and an insert of the same key sharing one LSN are an update pair (-U/+U);
-any other delete is -D and any other insert +I. Rows come out ordered by
-(transaction id, file offset), the delete half of a pair first.
+Change files do not store the action (``I`` files hold +I and +U rows, ``ED`` files -D and -U
+rows, and under upsert a copy of every +I), and a writer need not send before-images. So the
+actions are derived from the table's states: each change row is applied, in LSN order, to its
+key's state, starting from the state as of ``from_snapshot`` (a merged read of the touched
+keys). A data row on an absent key is ``+I``; on a present key it is ``-U`` (the state before,
+the true before-image) then ``+U``; a delete of a present key is ``-D`` with the state before;
+a delete of an absent key emits nothing. A delete that shares its LSN with a data row of its
+key (the ``-U`` of an update pair, an upsert's delete) is that update's half, not a change of
+its own. Rows come out in LSN order, ``-U`` before its ``+U``.
 """
 
 from __future__ import annotations
@@ -13,11 +18,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
-from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression, In, Reference
+from pyiceberg.table.snapshots import Snapshot
 
 from mixed_iceberg.exceptions import NoSuchTableError, NotKeyedTableError
-from mixed_iceberg.reader.merge import LSN, PART
+from mixed_iceberg.reader.merge import LSN, key_codes
 from mixed_iceberg.reader.plan import PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import read_change_rows
 from mixed_iceberg.store.entries import live_files
@@ -25,39 +30,65 @@ from mixed_iceberg.store.entries import live_files
 if TYPE_CHECKING:
     from mixed_iceberg.table import MixedTable
 
-__all__ = ["ChangeScan", "label_actions"]
+__all__ = ["ChangeScan", "derive_actions"]
 
-_ROW = "__row"
+ACTION = "_change_action"
 _ORDER = "__order"
+#: Below this many touched keys the as-of read of their states pushes an IN predicate down.
+_PUSHED_KEYS = 1000
 
 
-def _paired(side: pa.Table, other: pa.Table, keys: list[str]) -> npt.NDArray[np.bool_]:
-    """For each row of ``side``: does ``other`` hold a row with the same key, partition and LSN?"""
-    join_keys = [*keys, LSN, *([PART] if PART in side.column_names else [])]
-    probe = side.select(join_keys).append_column(_ROW, pa.array(np.arange(side.num_rows, dtype=np.int64)))
-    hits = probe.join(other.select(join_keys), keys=join_keys, join_type="left semi")
-    mask = np.zeros(side.num_rows, dtype=bool)
-    mask[hits.column(_ROW).to_numpy()] = True
-    return mask
+def derive_actions(changes: pa.Table, is_data: npt.NDArray[np.bool_], before: pa.Table, keys: list[str]) -> pa.Table:
+    """CDC rows (``_change_action``, in LSN order) from change rows and the states before them. Pure.
 
-
-def label_actions(inserts: pa.Table, deletes: pa.Table, keys: list[str]) -> pa.Table:
-    """Inserts and deletes as one CDC table with ``_change_action``, in LSN order. Pure."""
-    ins_pair = _paired(inserts, deletes, keys)
-    del_pair = _paired(deletes, inserts, keys)
-    ins = inserts.append_column("_change_action", pa.array(np.where(ins_pair, "+U", "+I"))).append_column(
-        _ORDER, pa.array(np.ones(inserts.num_rows, np.int8))
+    ``changes`` holds the table's columns plus ``LSN``; ``before`` holds the table's columns of
+    the touched keys' states before the first change (a key absent from it did not exist).
+    """
+    columns = [c for c in changes.column_names if c != LSN]
+    n = changes.num_rows
+    if n == 0:
+        return _empty(changes, columns)
+    codes, groups = key_codes([pa.chunked_array([*before.column(k).chunks, *changes.column(k).chunks]) for k in keys])
+    before_codes, change_codes = codes[: before.num_rows], codes[before.num_rows :]
+    lsn = changes.column(LSN).to_numpy()
+    order = np.lexsort((is_data, lsn, change_codes))
+    code, lsn_s, data_s = change_codes[order], lsn[order], is_data[order]
+    # A delete right before a data row of its key with the same LSN is that update's half.
+    half = np.zeros(n, dtype=bool)
+    half[:-1] = ~data_s[:-1] & data_s[1:] & (code[:-1] == code[1:]) & (lsn_s[:-1] == lsn_s[1:])
+    rows = order[~half]
+    code, data_s = change_codes[rows], is_data[rows]
+    first = np.ones(len(rows), dtype=bool)
+    first[1:] = code[1:] != code[:-1]
+    state_of = np.full(groups, -1, dtype=np.int64)
+    state_of[before_codes] = np.arange(before.num_rows, dtype=np.int64)
+    # The state before each row: the key's initial state (row of `before`), or the row before it.
+    prior = np.where(first, state_of[code], before.num_rows + np.concatenate([[0], rows[:-1]]))
+    exists = np.where(first, state_of[code] >= 0, np.concatenate([[False], data_s[:-1]]))
+    source = pa.concat_tables([before.select(columns), changes.select(columns)], promote_options="permissive")
+    own = before.num_rows + rows
+    parts = [
+        (prior[data_s & exists], rows[data_s & exists], "-U", 0),
+        (own[data_s & exists], rows[data_s & exists], "+U", 1),
+        (own[data_s & ~exists], rows[data_s & ~exists], "+I", 1),
+        (prior[~data_s & exists], rows[~data_s & exists], "-D", 0),
+    ]
+    take = np.concatenate([p[0] for p in parts])
+    at = np.concatenate([p[1] for p in parts])
+    out = source.take(pa.array(take))
+    out = out.append_column(ACTION, pa.array(np.concatenate([np.full(len(p[0]), p[2]) for p in parts]), pa.string()))
+    rank = np.concatenate([np.full(len(p[0]), p[3], np.int8) for p in parts])
+    in_order = np.lexsort((rank, lsn[at]))
+    out = out.take(pa.array(in_order))
+    out_lsn = lsn[at][in_order]
+    return out.append_column("_transaction_id", pa.array(out_lsn >> 32)).append_column(
+        "_file_offset", pa.array(out_lsn & 0xFFFFFFFF)
     )
-    dels = deletes.append_column("_change_action", pa.array(np.where(del_pair, "-U", "-D"))).append_column(
-        _ORDER, pa.array(np.zeros(deletes.num_rows, np.int8))
-    )
-    rows = pa.concat_tables([ins, dels.select(ins.column_names)])
-    rows = rows.sort_by([(LSN, "ascending"), (_ORDER, "ascending")])
-    lsn = rows.column(LSN)
-    tx = pc.shift_right(lsn, 32)
-    offset = pc.bit_wise_and(lsn, 0xFFFFFFFF)
-    rows = rows.append_column("_transaction_id", tx).append_column("_file_offset", offset)
-    return rows.drop_columns([c for c in (LSN, PART, _ORDER) if c in rows.column_names])
+
+
+def _empty(changes: pa.Table, columns: list[str]) -> pa.Table:
+    out = changes.select(columns).slice(0, 0).append_column(ACTION, pa.array([], pa.string()))
+    return out.append_column("_transaction_id", pa.array([], pa.int64())).append_column("_file_offset", pa.array([], pa.int64()))
 
 
 class ChangeScan:
@@ -69,12 +100,13 @@ class ChangeScan:
             raise NotKeyedTableError(f"{table.name}: changes() needs a keyed table with a ChangeStore; this table has none")
         self.table = table
         meta = change.metadata
-        self.from_sequence = self._sequence(meta.snapshot_by_id(from_snapshot) if from_snapshot else None, from_snapshot, 0)
+        self._start = meta.snapshot_by_id(from_snapshot) if from_snapshot else None
+        self.from_sequence = self._sequence(self._start, from_snapshot, 0)
         end = meta.snapshot_by_id(to_snapshot) if to_snapshot else change.current_snapshot()
         self._end = end
         self.to_sequence = self._sequence(end, to_snapshot, 0)
 
-    def _sequence(self, snapshot: object, wanted: int | None, default: int) -> int:
+    def _sequence(self, snapshot: Snapshot | None, wanted: int | None, default: int) -> int:
         if wanted is not None and snapshot is None:
             raise NoSuchTableError(f"{self.table.name}: ChangeStore has no snapshot {wanted}")
         return int(getattr(snapshot, "sequence_number", default) or default)
@@ -86,16 +118,42 @@ class ChangeScan:
         assert change is not None
         schema = table.schema()
         keys = list(table.primary_key)
-        partitioned = not change.spec().is_unpartitioned()
-        partitions = PartitionIndex()
         refs = plan_change_files(
-            change, live_files(change, self._end), partitions, {}, from_sequence=self.from_sequence, to_sequence=self.to_sequence
+            change,
+            live_files(change, self._end),
+            PartitionIndex(),
+            {},
+            from_sequence=self.from_sequence,
+            to_sequence=self.to_sequence,
         )
         columns = schema.column_names
-        inserts = read_change_rows(
-            change.io, schema, [r for r in refs if not r.is_delete], columns, AlwaysTrue(), with_partition=partitioned
-        )
-        deletes = read_change_rows(
-            change.io, schema, [r for r in refs if r.is_delete], columns, AlwaysTrue(), with_partition=partitioned
-        )
-        return label_actions(inserts, deletes, keys)
+        inserts = read_change_rows(change.io, schema, [r for r in refs if not r.is_delete], columns, AlwaysTrue())
+        deletes = read_change_rows(change.io, schema, [r for r in refs if r.is_delete], columns, AlwaysTrue())
+        rows = pa.concat_tables([inserts, deletes.select(inserts.column_names)])
+        is_data = np.concatenate([np.ones(inserts.num_rows, bool), np.zeros(deletes.num_rows, bool)])
+        before = self._states_before(rows, keys) if rows.num_rows else table.arrow_schema().empty_table()
+        return derive_actions(rows, is_data, before, keys)
+
+    def _states_before(self, rows: pa.Table, keys: list[str]) -> pa.Table:
+        """The merged state, as of the start of the range, of the keys ``rows`` touch."""
+        from mixed_iceberg.reader.scan import MixedScan
+
+        row_filter: BooleanExpression = AlwaysTrue()
+        if len(keys) == 1:
+            touched = rows.column(keys[0]).unique()
+            if len(touched) <= _PUSHED_KEYS:
+                row_filter = In(Reference(keys[0]), touched.to_pylist())  # type: ignore[call-arg]
+        scan = MixedScan.at(self.table, self._start, row_filter=row_filter, before_first=self._first_change())
+        state = scan.to_arrow()
+        codes, _ = key_codes([pa.chunked_array([*rows.column(k).chunks, *state.column(k).chunks]) for k in keys])
+        touched_groups = int(codes[: rows.num_rows].max()) + 1
+        return state.filter(pa.array(codes[rows.num_rows :] < touched_groups))
+
+    def _first_change(self) -> Snapshot | None:
+        """The first ChangeStore snapshot of the range, when it starts at the beginning."""
+        if self._start is not None:
+            return None
+        change = self.table.change_store
+        assert change is not None
+        snapshots = [s for s in change.metadata.snapshots if (s.sequence_number or 0) <= self.to_sequence]
+        return min(snapshots, key=lambda s: s.sequence_number or 0) if snapshots else None

@@ -1,14 +1,24 @@
-"""The merge-on-read kernel: latest state per key from data rows and delete rows. Pure Arrow.
+"""The merge-on-read kernel: the latest row per key, from settled rows and a change tail. Pure.
 
-Amoro's rule: a data row survives unless the largest delete LSN of its key (within its
-partition) is strictly greater than the row's LSN. LSNs are ``(transaction id, file offset)``
-pairs, packed here into one int64 (transaction id in the high 32 bits); base rows carry the
-maximum offset, so only a later transaction deletes them.
+A key's rows are ordered by LSN, ``(transaction id, file offset)`` packed into one int64
+(transaction id in the high 32 bits); base rows carry the maximum offset. The latest row of a
+key decides it: a data row (``+I``/``+U``, a base row) is the key's state, a delete (``-D``, or a
+``-U`` not followed by its ``+U``) means the key is absent. A data row and a delete with the
+same LSN are an update pair (``-U``/``+U`` share an offset): the data row wins. Rows equal in
+both (duplicates another engine wrote into a BaseStore) resolve to the later row.
+
+Work is proportional to the tail: *settled* rows (the BaseStore, at most one live row per key)
+take part only when their key occurs in the *tail* (unmerged change rows); the others are kept
+without a probe beyond one hash lookup. Amoro's Java reader instead keeps every data row no
+strictly newer delete removes (``MixedDeleteFilter``); both agree once the writer emits a
+delete before every re-insert, and always after optimizing (see ``docs/semantics.md``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -18,15 +28,14 @@ import pyarrow.dataset as ds
 
 from mixed_iceberg.exceptions import CorruptTableError
 
-__all__ = ["BASE_OFFSET", "LSN", "PART", "keep_rows", "merge_latest", "pack_lsn"]
+__all__ = ["BASE_OFFSET", "LSN", "KeyedRows", "keep_rows", "key_codes", "latest_by_key", "latest_rows", "pack_lsn"]
 
 LSN = "__lsn"
-PART = "__part"
-_ROW = "__row"
-_MAX = "__max_delete"
 _KEEP = "__keep"
 #: Offset given to base rows (Amoro uses Long.MAX_VALUE; the packed form has 32 bits).
 BASE_OFFSET = 0xFFFFFFFF
+
+Column: TypeAlias = pa.Array | pa.ChunkedArray
 
 
 def pack_lsn(transaction_ids: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -54,32 +63,106 @@ def keep_rows(rows: pa.Table, keep: npt.NDArray[np.bool_]) -> pa.Table:
     return ds.dataset(marked).to_table(filter=pc.field(_KEEP), columns=rows.column_names)
 
 
-def merge_latest(data: pa.Table, deletes: pa.Table, keys: Sequence[str], keep: npt.NDArray[np.bool_] | None = None) -> pa.Table:
-    """Rows of ``data`` that no strictly newer delete of the same key removes.
+def _encode(column: Column) -> tuple[npt.NDArray[np.int64], int]:
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if pa.types.is_dictionary(array.type):
+        array = array.cast(array.type.value_type)
+    encoded = pc.dictionary_encode(array)
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(encoded.dictionary)
 
-    Both tables carry the key columns and ``LSN`` (and ``PART`` when the table is
-    partitioned: deletes only apply within their partition). The result drops both.
-    ``keep`` marks rows already known to survive (e.g. by position deletes): the others are
-    dropped in the same pass.
+
+def key_codes(columns: Sequence[Column]) -> tuple[npt.NDArray[np.int64], int]:
+    """Dense codes of key tuples (equal iff the tuples are equal), numbered by first appearance,
+    and how many there are. One hash pass per key column."""
+    codes, count = _encode(columns[0])
+    for column in columns[1:]:
+        more, width = _encode(column)
+        codes, count = _encode(pa.array(codes * width + more))
+    return codes, count
+
+
+def latest_rows(
+    codes: npt.NDArray[np.int64], groups: int, lsn: npt.NDArray[np.int64], is_data: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.int64]:
+    """For each key code in ``[0, groups)``, the index of its latest row: the largest
+    ``(lsn, is_data)``; among rows equal in both, the last one."""
+    score = (lsn.astype(np.uint64) << np.uint64(1)) | is_data.astype(np.uint64)
+    best = np.zeros(groups, dtype=np.uint64)
+    np.maximum.at(best, codes, score)
+    at_best = np.flatnonzero(score == best[codes])
+    winner = np.full(groups, -1, dtype=np.int64)
+    np.maximum.at(winner, codes[at_best], at_best.astype(np.int64))
+    return winner
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedRows:
+    """Rows taking part in a merge: their key columns, LSNs and whether each is a data row."""
+
+    keys: Sequence[Column]
+    lsn: npt.NDArray[np.int64]
+    is_data: npt.NDArray[np.bool_]
+
+    def __post_init__(self) -> None:
+        if len(self.lsn) != len(self.is_data) or any(len(k) != len(self.lsn) for k in self.keys):
+            raise ValueError(f"expected key columns, LSNs and data flags of one length, found {len(self.lsn)} LSNs")
+
+    @classmethod
+    def of(cls, keys: Sequence[Column], lsn: npt.NDArray[np.int64], is_data: bool) -> KeyedRows:
+        return cls(keys, lsn, np.full(len(lsn), is_data, dtype=bool))
+
+    def __len__(self) -> int:
+        return len(self.lsn)
+
+
+def _concat(parts: Sequence[Column], like: pa.DataType) -> pa.ChunkedArray:
+    chunks: list[pa.Array] = []
+    for part in parts:
+        part = part.cast(like) if part.type != like else part
+        chunks += part.chunks if isinstance(part, pa.ChunkedArray) else [part]
+    return pa.chunked_array(chunks, type=like)
+
+
+def latest_by_key(
+    settled: Sequence[KeyedRows], tail: Sequence[KeyedRows]
+) -> tuple[list[npt.NDArray[np.bool_]], list[npt.NDArray[np.bool_]]]:
+    """Which rows survive: per input, a mask.
+
+    A ``tail`` row survives when it is a data row and the latest of its key. A ``settled`` row
+    survives when its key does not occur in the tail, or when it is the latest of its key.
+    Ties between equal rows go to the later input: settled before tail, in the order given.
     """
-    internal = [c for c in (LSN, PART) if c in data.column_names]
-    keep = np.ones(data.num_rows, dtype=bool) if keep is None else keep.copy()
-    if deletes.num_rows == 0 or data.num_rows == 0:
-        return keep_rows(data.drop_columns(internal), keep)
-    join_keys = [*keys, *([PART] if PART in data.column_names else [])]
-    newest = deletes.select([*join_keys, LSN]).group_by(join_keys, use_threads=True).aggregate([(LSN, "max")])
-    newest = newest.rename_columns([*join_keys, _MAX])
-    partitioned = PART in data.column_names
-    if len(keys) == 1 and (not partitioned or pc.count_distinct(newest.column(keys[0])).as_py() == newest.num_rows):
-        # One delete row per key: look each data row's key up (no join, no row ids).
-        slot = pc.index_in(data.column(keys[0]), value_set=newest.column(keys[0]).combine_chunks())
-        newer = pc.greater(newest.column(_MAX).combine_chunks().take(slot), data.column(LSN))
-        if partitioned:
-            newer = pc.and_(newer, pc.equal(newest.column(PART).combine_chunks().take(slot), data.column(PART)))
-        keep &= ~pc.fill_null(newer, False).to_numpy(zero_copy_only=False)
-    else:
-        probe = data.select([*join_keys, LSN]).append_column(_ROW, pa.array(np.arange(data.num_rows, dtype=np.int64)))
-        hits = probe.join(newest, keys=join_keys, join_type="inner", use_threads=True)
-        dropped = hits.filter(pc.greater(hits.column(_MAX), hits.column(LSN))).column(_ROW)
-        keep[dropped.to_numpy()] = False
-    return keep_rows(data.drop_columns(internal), keep)
+    n_tail = sum(len(t) for t in tail)
+    if n_tail == 0:
+        return [np.ones(len(s), dtype=bool) for s in settled], [np.zeros(0, dtype=bool) for _ in tail]
+    inputs = [*tail, *settled]  # tail first: its keys take the first codes
+    width = len(tail[0].keys)
+    types = [next(k for part in inputs for k in [part.keys[i]]).type for i in range(width)]
+    columns = [_concat([part.keys[i] for part in inputs if len(part)], types[i]) for i in range(width)]
+    codes, _ = key_codes(columns)
+    tail_groups = int(codes[:n_tail].max()) + 1
+    tail_codes = codes[:n_tail]
+    settled_codes = codes[n_tail:]
+    in_tail = settled_codes < tail_groups
+    # Candidates in tie order: settled rows of tail keys, then the tail.
+    settled_lsn = np.concatenate([s.lsn for s in settled]) if settled else np.empty(0, np.int64)
+    settled_data = np.concatenate([s.is_data for s in settled]) if settled else np.empty(0, bool)
+    picked = np.flatnonzero(in_tail)
+    tail_lsn = np.concatenate([t.lsn for t in tail])
+    tail_data = np.concatenate([t.is_data for t in tail])
+    winner = latest_rows(
+        np.concatenate([settled_codes[picked], tail_codes]),
+        tail_groups,
+        np.concatenate([settled_lsn[picked], tail_lsn]),
+        np.concatenate([settled_data[picked], tail_data]),
+    )
+    won = np.zeros(len(picked) + n_tail, dtype=bool)
+    won[winner] = True
+    settled_keep = ~in_tail
+    settled_keep[picked] = won[: len(picked)] & settled_data[picked]
+    tail_keep = won[len(picked) :] & tail_data
+    return _split(settled_keep, [len(s) for s in settled]), _split(tail_keep, [len(t) for t in tail])
+
+
+def _split(mask: npt.NDArray[np.bool_], sizes: Sequence[int]) -> list[npt.NDArray[np.bool_]]:
+    return np.split(mask, np.cumsum(sizes)[:-1]) if sizes else []

@@ -1,31 +1,37 @@
 """Merged reads of a Mixed-Iceberg table: ``table.scan(...).to_arrow()``.
 
-BaseStore rows (position deletes applied) plus the ChangeStore's insert rows, minus what
-the ChangeStore's delete rows remove, per Amoro's LSN rule. See DESIGN.md, "Read".
+BaseStore rows (position deletes applied) and the ChangeStore's unmerged rows (the tail):
+of all rows of a key, the latest by LSN decides it (:mod:`mixed_iceberg.reader.merge`).
+See DESIGN.md, "Read".
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
-from pyiceberg.expressions import BooleanExpression
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.expressions.visitors import bind, extract_field_ids
+from pyiceberg.io.pyarrow import expression_to_pyarrow
+from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask
 from pyiceberg.table.snapshots import Snapshot
 
 from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
 from mixed_iceberg.exceptions import NoSuchTableError
 from mixed_iceberg.format import parse_base
+from mixed_iceberg.reader.data_files import read_positional
 from mixed_iceberg.reader.filters import split_filter
-from mixed_iceberg.reader.merge import LSN, merge_latest
+from mixed_iceberg.reader.merge import LSN, KeyedRows, keep_rows, latest_by_key
 from mixed_iceberg.reader.plan import ChangeFileRef, PartitionIndex, plan_change_files
-from mixed_iceberg.reader.read import is_maskable, read_base_rows, read_base_unmasked, read_change_rows
+from mixed_iceberg.reader.read import base_lsn, is_maskable, read_base_rows, read_base_unmasked, read_change_rows
 from mixed_iceberg.store.entries import live_files, plan_scan_tasks
 from mixed_iceberg.store.equality_deletes import scan_with_equality_deletes
-from mixed_iceberg.store.layout import partition_path
 
 if TYPE_CHECKING:
     from mixed_iceberg.table import MixedTable
@@ -50,13 +56,39 @@ class MixedScan:
         snapshot_id: int | None = None,
         base_snapshot_id: int | None = None,
         case_sensitive: bool = True,
+        *,
+        snapshots: tuple[Snapshot | None, Snapshot | None] | None = None,
     ) -> None:
         self.table = table
         self.selected_fields = tuple(selected_fields)
         self.case_sensitive = case_sensitive
         schema = table.schema()
         self.filter = split_filter(row_filter, schema, table.primary_key, case_sensitive)
-        self.change_snapshot, self.base_snapshot = self._snapshots(snapshot_id, base_snapshot_id)
+        if snapshots is not None:
+            self.change_snapshot, self.base_snapshot = snapshots
+        else:
+            self.change_snapshot, self.base_snapshot = self._snapshots(snapshot_id, base_snapshot_id)
+
+    @classmethod
+    def at(
+        cls,
+        table: MixedTable,
+        change_snapshot: Snapshot | None,
+        *,
+        row_filter: str | BooleanExpression | None = None,
+        before_first: Snapshot | None = None,
+    ) -> MixedScan:
+        """The table as of ``change_snapshot`` (the BaseStore as of its time); with ``None``, the
+        table before the ChangeStore's snapshot ``before_first``: its BaseStore then, no change rows."""
+        base = table.base_store
+        pair: tuple[Snapshot | None, Snapshot | None]
+        if change_snapshot is not None:
+            pair = (change_snapshot, snapshot_as_of(base.metadata.snapshots, change_snapshot.timestamp_ms))
+        elif before_first is not None:
+            pair = (None, snapshot_as_of(base.metadata.snapshots, before_first.timestamp_ms))
+        else:
+            pair = (None, None)
+        return cls(table, row_filter, snapshots=pair)
 
     def _snapshots(self, snapshot_id: int | None, base_snapshot_id: int | None) -> tuple[Snapshot | None, Snapshot | None]:
         table = self.table
@@ -109,66 +141,91 @@ class MixedScan:
                 self.base_snapshot.snapshot_id if self.base_snapshot else None,
                 case_sensitive=self.case_sensitive,
             ).select(output)
-        partitioned = not base.spec().is_unpartitioned()
-        partitions = PartitionIndex()
-        base_groups: dict[tuple[int, int], list[FileScanTask]] = defaultdict(list)
-        base_tasks = (
-            plan_scan_tasks(base, self.base_snapshot, self.filter.full, case_sensitive=self.case_sensitive)
-            if self.base_snapshot
-            else []
-        )
-        for task in base_tasks:
-            meta = parse_base(task.file.file_path)
-            base_groups[(meta.transaction_id, partitions.ordinal(partition_path(base, task.file)))].append(task)
-        projected = schema.select(*needed, case_sensitive=self.case_sensitive)
-        groups = [(tx, part, tasks) for (tx, part), tasks in base_groups.items()]
         change = table.change_store
-        refs = self._change_refs(partitions) if keys else []
-        # Without change deletes nothing is removed by key: base rows need no LSN.
-        merging = any(ref.is_delete for ref in refs)
-        keep = None
-        if merging and is_maskable([t for _, _, tasks in groups for t in tasks]):
-            # Position-deleted and filtered-out rows stay in until the merge: one pass drops all.
-            data, keep = read_base_unmasked(base, groups, projected, self.filter.full, with_partition=partitioned)
-        else:
-            data = read_base_rows(
-                base, groups, projected, self.filter.full, with_partition=partitioned and merging, tagged=merging
-            )
-        if change is None or not refs:
-            return data.select(output)
+        tasks = self._base_tasks(self.filter.full)
+        transaction_ids = [parse_base(t.file.file_path).transaction_id for t in tasks]
+        projected = schema.select(*needed, case_sensitive=self.case_sensitive)
+        refs = self._change_refs() if self.change_snapshot is not None else []
+        if not refs:
+            return read_base_rows(base, tasks, transaction_ids, projected, self.filter.full, tagged=False).select(output)
+        # The tail: every visible change row of the keys the key predicates admit. Value
+        # predicates may not prune it (a newer row that fails them still hides an older one).
         inserts = read_change_rows(
-            change.io,
-            schema,
-            [r for r in refs if not r.is_delete],
-            needed,
-            self.filter.full,
-            with_partition=partitioned and merging,
+            change.io, schema, [r for r in refs if not r.is_delete], [*needed, *self._filter_only(needed)], self.filter.keys
         )
-        if not merging:
-            inserts = inserts.drop_columns([LSN])
-            return pa.concat_tables([data.select(inserts.column_names), inserts], promote_options="permissive").select(output)
-        deletes = read_change_rows(
-            change.io, schema, [r for r in refs if r.is_delete], keys, self.filter.keys, with_partition=partitioned
+        deletes = read_change_rows(change.io, schema, [r for r in refs if r.is_delete], keys, self.filter.keys)
+        if is_maskable(tasks):
+            data, keep = read_base_unmasked(base, tasks, transaction_ids, projected, self.filter.full)
+        else:
+            data, keep = read_base_rows(base, tasks, transaction_ids, projected, self.filter.full), None
+        alive = np.flatnonzero(keep) if keep is not None else None
+        settled_keys = [data.column(k) if alive is None else data.column(k).take(alive) for k in keys]
+        settled_lsn = data.column(LSN).to_numpy() if alive is None else data.column(LSN).to_numpy()[alive]
+        conflicts = self._conflicting_base(refs, tasks, keys)
+        settled_keep, (insert_keep, _) = latest_by_key(
+            [*conflicts, KeyedRows.of(settled_keys, settled_lsn, True)],
+            [
+                KeyedRows.of([inserts.column(k) for k in keys], inserts.column(LSN).to_numpy(), True),
+                KeyedRows.of([deletes.column(k) for k in keys], deletes.column(LSN).to_numpy(), False),
+            ],
         )
-        if keep is not None:
-            keep = np.concatenate([keep, np.ones(inserts.num_rows, dtype=bool)])
-        data = pa.concat_tables([data.select(inserts.column_names), inserts], promote_options="permissive")
-        return merge_latest(data, deletes, keys, keep).select(output)
+        base_keep = settled_keep[-1]
+        if alive is not None:
+            expanded = np.zeros(data.num_rows, dtype=bool)
+            expanded[alive] = base_keep
+            base_keep = expanded
+        insert_keep &= self._matches(inserts, schema)
+        merged = [keep_rows(data.select(needed), base_keep), keep_rows(inserts.select(needed), insert_keep)]
+        return pa.concat_tables(merged, promote_options="permissive").select(output)
 
-    def _change_refs(self, partitions: PartitionIndex) -> list[ChangeFileRef]:
-        """ChangeStore files above their partition's optimized sequence that may match the filter."""
+    def _base_tasks(self, row_filter: BooleanExpression) -> list[FileScanTask]:
+        if self.base_snapshot is None:
+            return []
+        return plan_scan_tasks(self.table.base_store, self.base_snapshot, row_filter, case_sensitive=self.case_sensitive)
+
+    def _filter_only(self, needed: Sequence[str]) -> list[str]:
+        """Columns the row filter reads that the output does not need."""
+        schema = self.table.schema()
+        if isinstance(self.filter.full, AlwaysTrue):
+            return []
+        ids = extract_field_ids(bind(schema, self.filter.full, case_sensitive=self.case_sensitive))
+        names = {schema.find_column_name(i) for i in ids}
+        return [n for n in schema.column_names if n in names and n not in needed]
+
+    def _matches(self, rows: pa.Table, schema: Schema) -> npt.NDArray[np.bool_]:
+        """Which ``rows`` pass the whole row filter (the tail was read by key predicates only)."""
+        if isinstance(self.filter.full, AlwaysTrue) or rows.num_rows == 0:
+            return np.ones(rows.num_rows, dtype=bool)
+        condition = expression_to_pyarrow(bind(schema, self.filter.full, case_sensitive=self.case_sensitive), schema)
+        match = ds.dataset(rows.drop_columns([LSN])).to_table(columns={"m": condition}).column("m")
+        matched: npt.NDArray[np.bool_] = pc.fill_null(match, False).to_numpy(zero_copy_only=False)
+        return matched
+
+    def _conflicting_base(self, refs: Sequence[ChangeFileRef], tasks: Sequence[FileScanTask], keys: list[str]) -> list[KeyedRows]:
+        """Keys of base rows that may be newer than tail rows (a base file whose transaction id
+        is not below the tail's), whatever the value filter: such a row hides an older change
+        row even when the filter drops it. Written only by engines that load the BaseStore
+        while the ChangeStore holds unmerged rows; none of ours does."""
+        oldest = min(r.transaction_id for r in refs)
+        candidates = [t for t in self._base_tasks(self.filter.keys) if parse_base(t.file.file_path).transaction_id >= oldest]
+        if not candidates:
+            return []
+        schema = self.table.schema().select(*keys, case_sensitive=self.case_sensitive)
+        rows, counts = read_positional(self.table.base_store, candidates, schema)
+        lsn = np.repeat(base_lsn([parse_base(t.file.file_path).transaction_id for t in candidates]), counts)
+        return [KeyedRows.of([rows.column(k) for k in keys], lsn, True)]
+
+    def _change_refs(self) -> list[ChangeFileRef]:
+        """ChangeStore files above their partition's optimized sequence that the key predicates admit.
+
+        Partitions are pruned by key predicates only: a key may move between partitions of a
+        table partitioned by a non-key column, and its newer row elsewhere still hides the old."""
         change = self.table.change_store
         if change is None:
             return []
         return plan_change_files(
             change,
-            live_files(
-                change,
-                self.change_snapshot,
-                self.filter.keys,
-                partition_filter=self.filter.full,
-                case_sensitive=self.case_sensitive,
-            ),
-            partitions,
+            live_files(change, self.change_snapshot, self.filter.keys, case_sensitive=self.case_sensitive),
+            PartitionIndex(),
             read_optimized_sequence(self.table.base_store, self.base_snapshot),
         )

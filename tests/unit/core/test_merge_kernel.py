@@ -1,69 +1,90 @@
-"""The pure merge kernel, including composite keys and partition-scoped deletes."""
+"""The pure merge kernel: latest row per key by LSN, composite keys, ties, settled rows."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 
-from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, PART, merge_latest, pack_lsn
+from mixed_iceberg.reader.merge import BASE_OFFSET, KeyedRows, key_codes, latest_by_key, latest_rows, pack_lsn
 
 
-def _lsn(pairs: list[tuple[int, int]]) -> pa.Array:
+def _lsn(pairs: list[tuple[int, int]]) -> np.ndarray:
     tx = np.array([p[0] for p in pairs], np.int64)
     off = np.array([p[1] for p in pairs], np.int64)
-    return pa.array(pack_lsn(tx, off))
+    return pack_lsn(tx, off)
+
+
+def _base(tx: int, n: int) -> np.ndarray:
+    return np.full(n, (tx << 32) | BASE_OFFSET, np.int64)
 
 
 def test_lsn_packing_orders_like_the_pairs() -> None:
     pairs = [(1, 5), (2, 0), (1, BASE_OFFSET - 1), (3, 1), (2, 7)]
-    packed = _lsn(pairs).to_pylist()
+    packed = _lsn(pairs).tolist()
     assert sorted(range(len(pairs)), key=lambda i: packed[i]) == sorted(range(len(pairs)), key=lambda i: pairs[i])
 
 
-def test_composite_key_delete_removes_only_its_exact_key() -> None:
-    data = pa.table({"a": [1, 1, 2], "b": ["x", "y", "x"], "v": [10, 11, 12], LSN: _lsn([(1, 1), (1, 2), (1, 3)])})
-    deletes = pa.table({"a": [1], "b": ["x"], LSN: _lsn([(2, 1)])})
-    out = merge_latest(data, deletes, ["a", "b"])
-    assert sorted(out.column("v").to_pylist()) == [11, 12]
-    assert out.column_names == ["a", "b", "v"]
+def test_key_codes_are_equal_exactly_for_equal_composite_keys() -> None:
+    codes, count = key_codes([pa.array([1, 1, 2, 1]), pa.array(["x", "y", "x", "x"])])
+    assert count == 3
+    assert codes[0] == codes[3]
+    assert len({codes[0], codes[1], codes[2]}) == 3
+    assert codes.tolist()[:3] == [0, 1, 2], "numbered by first appearance"
 
 
-def test_equal_lsn_keeps_the_row_and_strictly_newer_delete_removes_it() -> None:
-    data = pa.table({"k": [1, 2], LSN: _lsn([(5, 3), (5, 3)])})
-    deletes = pa.table({"k": [1, 2], LSN: _lsn([(5, 3), (5, 4)])})
-    assert merge_latest(data, deletes, ["k"]).column("k").to_pylist() == [1]
+def test_latest_row_wins_and_a_data_row_beats_a_delete_of_the_same_lsn() -> None:
+    codes = np.array([0, 0, 1, 1, 2, 2])
+    lsn = _lsn([(1, 1), (1, 2), (1, 3), (1, 3), (1, 5), (1, 4)])
+    is_data = np.array([True, True, False, True, False, True])
+    assert latest_rows(codes, 3, lsn, is_data).tolist() == [1, 3, 4]
 
 
-def test_deletes_apply_only_within_their_partition() -> None:
-    data = pa.table({"k": [1, 1], LSN: _lsn([(1, 1), (1, 1)]), PART: pa.array([0, 1], pa.int32())})
-    deletes = pa.table({"k": [1], LSN: _lsn([(2, 1)]), PART: pa.array([1], pa.int32())})
-    out = merge_latest(data, deletes, ["k"])
-    assert out.num_rows == 1
-    assert out.column_names == ["k"]
+def test_rows_equal_in_lsn_and_kind_resolve_to_the_later_one() -> None:
+    assert latest_rows(np.array([0, 0, 0]), 1, _base(4, 3), np.ones(3, bool)).tolist() == [2]
 
 
-def test_base_rows_survive_deletes_of_older_transactions() -> None:
-    base_lsn = pa.array(pack_lsn(np.array([4], np.int64), np.array([0], np.int64)) | BASE_OFFSET)
-    data = pa.table({"k": [1], LSN: base_lsn})
-    assert merge_latest(data, pa.table({"k": [1], LSN: _lsn([(4, 9)])}), ["k"]).num_rows == 1
-    assert merge_latest(data, pa.table({"k": [1], LSN: _lsn([(5, 1)])}), ["k"]).num_rows == 0
+def _tail(keys: list[int], pairs: list[tuple[int, int]], data: list[bool]) -> KeyedRows:
+    return KeyedRows([pa.array(keys)], _lsn(pairs), np.array(data))
 
 
-def test_rows_marked_not_kept_are_dropped_in_the_same_pass_as_deleted_keys() -> None:
-    data = pa.table({"k": [1, 2, 3, 4], "v": [10, 20, 30, 40], LSN: _lsn([(1, 1), (1, 2), (1, 3), (1, 4)])})
-    position_deleted = np.array([True, False, True, True])  # row 2 is gone by position
-    deletes = pa.table({"k": [3], LSN: _lsn([(2, 1)])})
-    out = merge_latest(data, deletes, ["k"], position_deleted)
-    assert out.column("v").to_pylist() == [10, 40]
-    assert position_deleted.tolist() == [True, False, True, True]  # the caller's mask is not changed
-    no_deletes = merge_latest(data, deletes.slice(0, 0), ["k"], position_deleted)
-    assert no_deletes.column("v").to_pylist() == [10, 30, 40]
+def test_insert_over_existing_key_replaces_it_without_any_delete() -> None:
+    settled = KeyedRows.of([pa.array([7, 8])], _base(1, 2), True)
+    (base_keep,), (tail_keep,) = latest_by_key([settled], [_tail([7, 7], [(2, 1), (2, 2)], [True, True])])
+    assert base_keep.tolist() == [False, True]
+    assert tail_keep.tolist() == [False, True], "the later of two inserts of one key wins"
 
 
-def test_a_key_deleted_in_two_partitions_is_judged_per_partition() -> None:
-    # key 1 lives in partitions 0 and 1; its delete in 0 is newer than the row, in 1 older
-    data = pa.table(
-        {"k": [1, 1, 2], "v": [10, 11, 20], LSN: _lsn([(3, 1), (3, 2), (3, 3)]), PART: pa.array([0, 1, 0], pa.int32())}
-    )
-    deletes = pa.table({"k": [1, 1], LSN: _lsn([(4, 1), (2, 1)]), PART: pa.array([0, 1], pa.int32())})
-    assert merge_latest(data, deletes, ["k"]).column("v").to_pylist() == [11, 20]
+def test_latest_delete_removes_the_key_and_lone_update_before_counts_as_delete() -> None:
+    settled = KeyedRows.of([pa.array([1, 2])], _base(1, 2), True)
+    tail = _tail([1, 2], [(2, 1), (2, 2)], [False, False])
+    (base_keep,), (tail_keep,) = latest_by_key([settled], [tail])
+    assert base_keep.tolist() == [False, False]
+    assert tail_keep.tolist() == [False, False]
+
+
+def test_base_rows_newer_than_the_tail_win() -> None:
+    settled = KeyedRows.of([pa.array([1])], _base(5, 1), True)
+    (base_keep,), (tail_keep,) = latest_by_key([settled], [_tail([1, 1], [(4, 9), (5, 1)], [True, False])])
+    assert base_keep.tolist() == [True]
+    assert tail_keep.tolist() == [False, False]
+
+
+def test_settled_rows_of_keys_outside_the_tail_are_kept_untouched() -> None:
+    settled = KeyedRows.of([pa.array([1, 2, 3])], _base(1, 3), True)
+    (base_keep,), (tail_keep,) = latest_by_key([settled], [_tail([9], [(2, 1)], [True])])
+    assert base_keep.tolist() == [True, True, True]
+    assert tail_keep.tolist() == [True]
+
+
+def test_composite_key_change_touches_only_its_exact_key() -> None:
+    settled = KeyedRows.of([pa.array([1, 1, 2]), pa.array(["x", "y", "x"])], _base(1, 3), True)
+    tail = KeyedRows([pa.array([1]), pa.array(["x"])], _lsn([(2, 1)]), np.array([False]))
+    (base_keep,), _ = latest_by_key([settled], [tail])
+    assert base_keep.tolist() == [False, True, True]
+
+
+def test_empty_tail_keeps_everything() -> None:
+    settled = KeyedRows.of([pa.array([1, 1])], _base(1, 2), True)
+    (base_keep,), (tail_keep,) = latest_by_key([settled], [_tail([], [], [])])
+    assert base_keep.tolist() == [True, True]
+    assert tail_keep.tolist() == []

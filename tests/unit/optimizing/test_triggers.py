@@ -188,10 +188,11 @@ def test_position_delete_files_are_appended_then_combined_at_merge_width() -> No
     assert task is not None
     assert {f.path for f in task.segments} == {"seg2", "seg3"}
     assert task.combine_deletes == ("seg3",)  # its next file would be the 4th: combined now
-    # change inserts only: no new positions, and no segment is at the threshold yet
+    # change inserts too: a newer insert of a key retires the segment's row of it
     task = plan_partition(PartitionFiles("", (two, three), (change(2),), 1, 0), OptimizingType.MINOR, cfg, keyed=True)
     assert task is not None
-    assert task.segments == ()
+    assert {f.path for f in task.segments} == {"seg2", "seg3"}
+    assert task.combine_deletes == ("seg3",)
 
 
 def test_output_files_are_cut_by_the_on_disk_size_of_their_input() -> None:
