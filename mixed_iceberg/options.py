@@ -58,7 +58,8 @@ _CODECS = ("zstd", "gzip", "snappy", "lz4", "brotli", "uncompressed")
 
 
 def _codec(raw: str) -> str:
-    if raw not in _CODECS:
+    # pyarrow takes codec names in any case; pyiceberg maps only a lower-case "uncompressed".
+    if raw.lower() not in _CODECS or (raw.lower() == "uncompressed" and raw != "uncompressed"):
         raise ValueError(f"expected one of {', '.join(_CODECS)}")
     return raw
 

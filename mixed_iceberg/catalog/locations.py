@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from pyarrow.fs import FileSelector, FileSystem
+from pyarrow.fs import FileSelector, FileSystem, FileType
 from pyiceberg.catalog import Catalog
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.table import Table
@@ -37,12 +37,16 @@ def _filesystem(location: str, properties: Properties) -> tuple[FileSystem, str]
 
 
 def location_taken(location: str, properties: Properties) -> bool:
-    """True when the folder ``location`` holds anything (a file, or a folder with files)."""
+    """True when the folder ``location`` holds a file, at any depth.
+
+    Empty folders do not count: an object store may keep the folders of deleted keys.
+    """
     fs, path = _filesystem(location, properties)
     try:
-        return bool(fs.get_file_info(FileSelector(path, recursive=False, allow_not_found=True)))
+        found = fs.get_file_info(FileSelector(path, recursive=True, allow_not_found=True))
     except NotADirectoryError:  # a file of that name
         return True
+    return any(info.type == FileType.File for info in found)
 
 
 def purge_store(catalog: Catalog, store: Table) -> None:

@@ -68,6 +68,7 @@ def test_reserved_column_name_is_refused_at_create(tmp_path: Path, column: str, 
         ("commit.manifest.target-size-bytes", "-1", "expected a positive byte count"),
         ("write.parquet.row-group-limit", "many", "invalid literal"),
         ("write.parquet.compression-codec", "zip", "expected one of zstd, gzip"),
+        ("write.parquet.compression-codec", "UNCOMPRESSED", "expected one of zstd, gzip"),
         ("write.metadata.previous-versions-max", "none", "invalid literal"),
     ],
 )
@@ -79,7 +80,7 @@ def test_bad_iceberg_commit_property_is_refused_at_create(tmp_path: Path, key: s
 
 
 def test_declared_iceberg_commit_properties_still_reach_the_commit(tmp_path: Path) -> None:
-    properties = {"commit.manifest.min-count-to-merge": "2", "write.parquet.compression-codec": "snappy"}
+    properties = {"commit.manifest.min-count-to-merge": "2", "write.parquet.compression-codec": "SNAPPY"}
     table = _loaded(local_catalog(tmp_path), **properties)
     with table.new_transaction() as txn:
         txn.write(changes([("+I", 6, "b", 6, 6.0)]))
