@@ -103,6 +103,8 @@ def dictionary_columns(rows: pa.Table, sample_rows: int = DICTIONARY_SAMPLE_ROWS
     n = sample.num_rows
     chosen = []
     for name, column in zip(sample.column_names, sample.columns, strict=True):
+        if isinstance(column.type, pa.BaseExtensionType):  # uuid: pc.unique has no extension kernel
+            column = pa.chunked_array([chunk.storage for chunk in column.chunks], column.type.storage_type)
         if pa.types.is_nested(column.type) or n == 0 or 2 * len(pc.unique(column)) <= n:
             chosen.append(name)
     return chosen

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import uuid
 from decimal import Decimal
 from pathlib import Path
 
@@ -292,3 +293,20 @@ def test_table_created_where_a_dropped_one_left_files_gets_a_fresh_folder(tmp_pa
     assert set(left) <= set(_files(warehouse))  # the old files untouched, none shared
     catalog.drop_table("db.t", purge=True)
     assert _files(warehouse) == left
+
+
+def test_uuid_value_column_writes_merges_and_optimizes(tmp_path: Path) -> None:
+    table = local_catalog(tmp_path).create_table(
+        "db.t", pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("u", pa.uuid())]), primary_key=["k"]
+    )
+    uuids = [uuid.UUID(int=i) for i in range(6)]
+
+    def column(ids: list[int]) -> pa.Array:
+        return pa.ExtensionArray.from_storage(pa.uuid(), pa.array([uuids[i].bytes for i in ids], pa.binary(16)))
+
+    table.bulk_load(pa.table({"k": pa.array([1, 2], pa.int64()), "u": column([1, 2])}))
+    with table.new_transaction() as txn:
+        txn.write(pa.table({"k": pa.array([1, 1, 2], pa.int64()), "u": column([1, 5, 2]), "_change_action": ["-U", "+U", "-D"]}))
+    assert table.scan().to_arrow().to_pylist() == [{"k": 1, "u": uuids[5]}]
+    table.optimizing.run("full")
+    assert table.scan().to_arrow().to_pylist() == [{"k": 1, "u": uuids[5]}]
