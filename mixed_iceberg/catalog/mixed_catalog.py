@@ -107,7 +107,9 @@ class MixedCatalog:
         try:
             change = self._create(change_id, base.schema(), base.spec(), store_properties(user, TableStore.CHANGE, keys, None))
         except BaseException:
-            self.iceberg.drop_table(identifier)  # no half-created keyed table is ever left behind
+            # No half-created keyed table is ever left behind, nor its folder: the name keeps
+            # its <warehouse>/<db>/<table> location for the next create.
+            purge_store(self.iceberg, base)
             raise
         log.info("created keyed table %s (ChangeStore %s, key %s)", identifier, change_id, keys)
         return MixedTable(identifier, TableFormat.MIXED_ICEBERG, base, change, keys)

@@ -310,3 +310,21 @@ def test_uuid_value_column_writes_merges_and_optimizes(tmp_path: Path) -> None:
     assert table.scan().to_arrow().to_pylist() == [{"k": 1, "u": uuids[5]}]
     table.optimizing.run("full")
     assert table.scan().to_arrow().to_pylist() == [{"k": 1, "u": uuids[5]}]
+
+
+def test_failed_change_store_create_leaves_no_base_store_or_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    catalog = local_catalog(tmp_path)
+    create = catalog.iceberg.create_table
+
+    def fail_on_change_store(identifier: str, *args: object, **kwargs: object) -> object:
+        if identifier.endswith("_change_"):
+            raise OSError("disk full")
+        return create(identifier, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(catalog.iceberg, "create_table", fail_on_change_store)
+    with pytest.raises(OSError, match="disk full"):
+        catalog.create_table("db.t", ORDERS_SCHEMA, primary_key=["id"])
+    monkeypatch.undo()
+    assert catalog.list_tables("db") == []
+    assert _files(tmp_path / "wh") == []
+    assert catalog.create_table("db.t", ORDERS_SCHEMA, primary_key=["id"]).base_store.location().endswith("/wh/db/t")
