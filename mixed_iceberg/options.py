@@ -43,11 +43,17 @@ def _bool(raw: str) -> bool:
 
 
 def _int(raw: str) -> int:
-    return int(raw.strip())
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise ValueError("expected an integer") from None
 
 
 def _float(raw: str) -> float:
-    return float(raw.strip())
+    try:
+        return float(raw.strip())
+    except ValueError:
+        raise ValueError("expected a number") from None
 
 
 def _str(raw: str) -> str:

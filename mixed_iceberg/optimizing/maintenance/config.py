@@ -3,9 +3,10 @@
 The keys are declared in :mod:`mixed_iceberg.options` (Amoro's names and defaults). Durations
 (``snapshot.keep.duration``) use :func:`mixed_iceberg.options.parse_duration`.
 
-Two Iceberg keys are read as well, since manifest rewriting follows them:
-``commit.manifest.target-size-bytes`` (size of a merged manifest) and
-``commit.manifest.min-count-to-merge`` (manifests per store before :meth:`run` rewrites them).
+Two Iceberg keys are read as well, since manifest rewriting follows them (declared in the
+registry too, with Iceberg's defaults): ``commit.manifest.target-size-bytes`` (size of a merged
+manifest) and ``commit.manifest.min-count-to-merge`` (manifests per store before :meth:`run`
+rewrites them).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
-from mixed_iceberg.exceptions import PropertyError
 from mixed_iceberg.options import (
     CHANGE_TTL,
     EXPIRE_ENABLED,
+    MANIFEST_MIN_COUNT_TO_MERGE,
+    MANIFEST_TARGET_SIZE,
     ORPHAN_ENABLED,
     ORPHAN_MIN_AGE,
     SNAPSHOT_KEEP_DURATION,
@@ -26,25 +28,6 @@ from mixed_iceberg.options import (
 )
 
 __all__ = ["MaintenanceConfig", "parse_duration"]
-
-MANIFEST_TARGET_SIZE = "commit.manifest.target-size-bytes"
-MANIFEST_MIN_COUNT_TO_MERGE = "commit.manifest.min-count-to-merge"
-_MANIFEST_TARGET_SIZE_DEFAULT = 8 * 1024 * 1024
-_MANIFEST_MIN_COUNT_DEFAULT = 100
-
-
-def _positive_int(properties: Mapping[str, str], key: str, default: int, table: str) -> int:
-    raw = properties.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = 0
-    if value <= 0:
-        where = f"table {table}: " if table else ""
-        raise PropertyError(f"{where}property {key!r}: expected a positive integer, found {raw!r}")
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +52,8 @@ class MaintenanceConfig:
     change_ttl: timedelta = timedelta(minutes=10080)
     orphan_enabled: bool = False
     orphan_min_age: timedelta = timedelta(minutes=2880)
-    manifest_target_size: int = _MANIFEST_TARGET_SIZE_DEFAULT
-    manifest_min_count: int = _MANIFEST_MIN_COUNT_DEFAULT
+    manifest_target_size: int = MANIFEST_TARGET_SIZE.default
+    manifest_min_count: int = MANIFEST_MIN_COUNT_TO_MERGE.default
 
     def __post_init__(self) -> None:
         if self.snapshot_min_count < 1:
@@ -101,6 +84,6 @@ class MaintenanceConfig:
             change_ttl=timedelta(minutes=CHANGE_TTL.read(properties, table)),
             orphan_enabled=ORPHAN_ENABLED.read(properties, table),
             orphan_min_age=timedelta(minutes=ORPHAN_MIN_AGE.read(properties, table)),
-            manifest_target_size=_positive_int(properties, MANIFEST_TARGET_SIZE, _MANIFEST_TARGET_SIZE_DEFAULT, table),
-            manifest_min_count=_positive_int(properties, MANIFEST_MIN_COUNT_TO_MERGE, _MANIFEST_MIN_COUNT_DEFAULT, table),
+            manifest_target_size=MANIFEST_TARGET_SIZE.read(properties, table),
+            manifest_min_count=MANIFEST_MIN_COUNT_TO_MERGE.read(properties, table),
         )

@@ -63,14 +63,14 @@ def test_reserved_column_name_is_refused_at_create(tmp_path: Path, column: str, 
 @pytest.mark.parametrize(
     ("key", "value", "expected"),
     [
-        ("commit.manifest.min-count-to-merge", "x", "invalid literal"),
+        ("commit.manifest.min-count-to-merge", "x", "expected an integer"),
         ("commit.manifest.min-count-to-merge", "0", "expected a positive count"),
         ("commit.manifest-merge.enabled", "maybe", "expected true or false"),
         ("commit.manifest.target-size-bytes", "-1", "expected a positive byte count"),
-        ("write.parquet.row-group-limit", "many", "invalid literal"),
+        ("write.parquet.row-group-limit", "many", "expected an integer"),
         ("write.parquet.compression-codec", "zip", "expected one of zstd, gzip"),
         ("write.parquet.compression-codec", "UNCOMPRESSED", "expected one of zstd, gzip"),
-        ("write.metadata.previous-versions-max", "none", "invalid literal"),
+        ("write.metadata.previous-versions-max", "none", "expected an integer"),
     ],
 )
 def test_bad_iceberg_commit_property_is_refused_at_create(tmp_path: Path, key: str, value: str, expected: str) -> None:

@@ -76,7 +76,8 @@ def test_properties_are_parsed_once_into_typed_values() -> None:
         ("snapshot.keep.duration", "soon", "expected a duration"),
         ("snapshot.keep.min-count", "0", "expected a positive count"),
         ("change.data.ttl.minutes", "-1", "expected minutes >= 0"),
-        ("commit.manifest.target-size-bytes", "big", "expected a positive integer"),
+        ("commit.manifest.target-size-bytes", "big", "expected an integer"),
+        ("commit.manifest.min-count-to-merge", "0", "expected a positive count"),
     ],
 )
 def test_bad_property_values_name_the_key(key: str, value: str, expected: str) -> None:
