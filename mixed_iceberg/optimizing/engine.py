@@ -18,8 +18,9 @@ from mixed_iceberg.exceptions import CommitConflictError
 from mixed_iceberg.optimizing.collect import CollectedTable, collect
 from mixed_iceberg.optimizing.commit import commit_outputs
 from mixed_iceberg.optimizing.evaluate import evaluate_table
-from mixed_iceberg.optimizing.execute import TaskOutput, execute_task
+from mixed_iceberg.optimizing.execute import TaskOutput, execute_task, execute_unit
 from mixed_iceberg.optimizing.model import (
+    ChangeFile,
     OptimizingConfig,
     OptimizingResult,
     OptimizingType,
@@ -37,6 +38,15 @@ __all__ = ["TableOptimizing"]
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
+
+
+def crosses_partitions(table: MixedTable) -> bool:
+    """Whether a keyed table is partitioned by a column outside its key (a key can move)."""
+    if not table.is_keyed:
+        return False
+    spec = table.base_store.spec()
+    schema = table.schema()
+    return any(schema.find_column_name(f.source_id) not in table.primary_key for f in spec.fields)
 
 
 def _as_type(value: OptimizingType | str | None) -> OptimizingType | None:
@@ -81,7 +91,28 @@ class TableOptimizing:
     def plan(self, type: OptimizingType | str | None = None) -> list[RewriteTask]:
         """The tasks a run would execute now (``type`` forces one type on every partition)."""
         collected, evaluation = self._state()
-        return plan_tasks(collected.partitions, evaluation, self.config, keyed=self.table.is_keyed, requested=_as_type(type))
+        return self._plan(collected, evaluation, self.config, _as_type(type))
+
+    def _plan(
+        self, collected: CollectedTable, evaluation: TableEvaluation, config: OptimizingConfig, requested: OptimizingType | None
+    ) -> list[RewriteTask]:
+        return plan_tasks(
+            collected.partitions,
+            evaluation,
+            config,
+            keyed=self.table.is_keyed,
+            requested=requested,
+            cross_partition=crosses_partitions(self.table),
+        )
+
+    def _competitors(self, collected: CollectedTable, config: OptimizingConfig) -> list[ChangeFile]:
+        """Change files a cross-partition run leaves visible below its cut: those of partitions
+        that ``self-optimizing.filter`` excludes. Their rows compete for their keys (a newer one
+        hides what the run would write) but are neither written nor merged."""
+        if not config.filter:
+            return []
+        inside = {p.path for p in collected.partitions}
+        return [c for p in collect(self.table).partitions if p.path not in inside for c in p.change]
 
     def run(self, type: OptimizingType | str | None = None, *, parallelism: int = 1) -> OptimizingResult:
         """Evaluate, plan, execute and commit; re-plans when the commit loses a race.
@@ -99,15 +130,19 @@ class TableOptimizing:
             if requested is None and attempt == 1 and since < config.min_plan_interval_ms:
                 log.debug("%s: last optimized %d ms ago (< self-optimizing.min-plan-interval)", self.table.name, since)
                 return OptimizingResult(self.table.name, None, 0, 0, 0, 0, 0, 0, 0, 0, time.monotonic() - started, False)
-            tasks = plan_tasks(collected.partitions, evaluation, config, keyed=self.table.is_keyed, requested=requested)
+            tasks = self._plan(collected, evaluation, config, requested)
             if not tasks:
                 return OptimizingResult(self.table.name, None, 0, 0, 0, 0, 0, 0, 0, 0, time.monotonic() - started, False)
             kind = requested or max((t.type for t in tasks), key=lambda t: t.rank)
             writer = self.table.writer_identity()
-            with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
-                outputs: list[TaskOutput] = list(
-                    pool.map(execute_task, [self.table] * len(tasks), [collected] * len(tasks), tasks, [writer] * len(tasks))
-                )
+            outputs: list[TaskOutput]
+            if crosses_partitions(self.table):
+                outputs = execute_unit(self.table, collected, tasks, writer, self._competitors(collected, config))
+            else:
+                with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
+                    outputs = list(
+                        pool.map(execute_task, [self.table] * len(tasks), [collected] * len(tasks), tasks, [writer] * len(tasks))
+                    )
             try:
                 outcome = commit_outputs(self.table, kind, outputs, self._now_ms())
             except CommitConflictError as exc:

@@ -21,14 +21,17 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.io import FileIO
 from pyiceberg.manifest import DataFile
+from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
+from pyiceberg.typedef import Record
 
 from mixed_iceberg.changestore.writer import WriterIdentity
 from mixed_iceberg.exceptions import CorruptTableError
 from mixed_iceberg.format import parse_change
 from mixed_iceberg.optimizing.collect import CollectedTable
-from mixed_iceberg.optimizing.model import BaseFile, RewriteTask
+from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, RewriteTask
 from mixed_iceberg.reader.data_files import deleted_positions
 from mixed_iceberg.reader.merge import LSN, KeyedRows, keep_rows, latest_by_key
 from mixed_iceberg.reader.plan import ChangeFileRef
@@ -36,14 +39,14 @@ from mixed_iceberg.reader.read import base_lsn, filesystem_for, read_base_rows, 
 from mixed_iceberg.store.datafiles import data_location
 from mixed_iceberg.store.delete_files import referenced_data_file, write_position_deletes
 from mixed_iceberg.store.equality_deletes import read_with_deletes
-from mixed_iceberg.store.layout import split_sized
+from mixed_iceberg.store.layout import partition_path, split_sized
 from mixed_iceberg.store.writing import write_groups
 from mixed_iceberg.typedef import DataFileType
 
 if TYPE_CHECKING:
     from mixed_iceberg.table import MixedTable
 
-__all__ = ["TaskOutput", "execute_task"]
+__all__ = ["TaskOutput", "execute_task", "execute_unit"]
 
 
 @dataclass(slots=True)
@@ -69,9 +72,9 @@ def _scan_task(collected: CollectedTable, file: BaseFile) -> FileScanTask:
     return FileScanTask(collected.data_files[file.path].data_file, delete_files=deletes)
 
 
-def _change_refs(task: RewriteTask) -> list[ChangeFileRef]:
+def _change_refs(changes: Sequence[ChangeFile]) -> list[ChangeFileRef]:
     refs = []
-    for change in task.change:
+    for change in changes:
         meta = parse_change(change.path, change.sequence_number)
         refs.append(ChangeFileRef(change.path, meta.file_type, meta.transaction_id, change.sequence_number, 0, change.records))
     return refs
@@ -106,6 +109,15 @@ def _segment_keys(base: Table, segments: Sequence[BaseFile], keys: list[str]) ->
     return rows
 
 
+def _markers(io: FileIO, schema: Schema, refs: Sequence[ChangeFileRef], keys: list[str]) -> list[KeyedRows]:
+    """Keys and LSNs of the rows of ``refs`` (data rows of ``I`` files, deletes of ``ED`` files)."""
+    markers = []
+    for is_data in (True, False):
+        rows = read_change_rows(io, schema, [r for r in refs if r.is_delete != is_data], keys, AlwaysTrue())
+        markers.append(KeyedRows.of([rows.column(k) for k in keys], rows.column(LSN).to_numpy(), is_data))
+    return markers
+
+
 def _per_segment(positions: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]) -> list[npt.NDArray[np.int64]]:
     """Row positions across all segments (sorted) split into positions within each segment."""
     ends = np.cumsum(counts)
@@ -122,14 +134,23 @@ def _disk_bytes_per_row(task: RewriteTask) -> float | None:
     return size / records if records else None
 
 
-def execute_task(table: MixedTable, collected: CollectedTable, task: RewriteTask, writer: WriterIdentity) -> TaskOutput:
-    """Rewrite one partition as ``task`` says; returns the files to add and remove."""
+def execute_task(
+    table: MixedTable,
+    collected: CollectedTable,
+    task: RewriteTask,
+    writer: WriterIdentity,
+    competitors: Sequence[ChangeFile] = (),
+) -> TaskOutput:
+    """Rewrite one partition as ``task`` says; returns the files to add and remove.
+
+    ``competitors``: change files the task does not merge whose rows still compete for their
+    keys (see :func:`execute_unit`)."""
     started = time.monotonic()
     base = table.base_store
     schema = table.schema()
     keys = list(table.primary_key)
     output = TaskOutput(task)
-    refs = _change_refs(task)
+    refs = _change_refs(task.change)
     segments = list(task.segments)
     earlier_files = {collected.delete_files[p].data_file for s in segments for p in s.pos_delete_files}
     earlier_by_path = deleted_positions(base, earlier_files)
@@ -161,11 +182,12 @@ def execute_task(table: MixedTable, collected: CollectedTable, task: RewriteTask
                 alive = np.flatnonzero(is_alive)
                 lsn = np.repeat(base_lsn([s.transaction_id for s in segments]), counts)[alive]
                 settled.append(KeyedRows.of([found.column(k).take(pa.array(alive)) for k in keys], lsn, True))
-            (data_keep, *segment_keep), (insert_keep, _) = latest_by_key(
+            (data_keep, *segment_keep), (insert_keep, _, *_) = latest_by_key(
                 settled,
                 [
                     KeyedRows.of([inserts.column(k) for k in keys], inserts.column(LSN).to_numpy(), True),
                     KeyedRows.of([deletes.column(k) for k in keys], deletes.column(LSN).to_numpy(), False),
+                    *_markers(io, schema, _change_refs(competitors), keys),
                 ],
             )
             if segments:
@@ -203,7 +225,7 @@ def execute_task(table: MixedTable, collected: CollectedTable, task: RewriteTask
     covered = {f.path for f in task.rewrite}
     if segments:
         combine = set(task.combine_deletes)
-        to_write: list[tuple[str, str, npt.NDArray[np.int64]]] = []
+        to_write: list[tuple[str, str, npt.NDArray[np.int64], int, Record]] = []
         for segment, positions in zip(segments, kills, strict=True):
             earlier = earlier_by_path.get(segment.path, np.empty(0, np.int64))
             if segment.path in combine:  # the earlier files are replaced by one holding all positions
@@ -214,11 +236,13 @@ def execute_task(table: MixedTable, collected: CollectedTable, task: RewriteTask
             if len(written) == 0:
                 continue
             name = writer.file_name(segment.node, DataFileType.POS_DELETE_FILE, transaction_id)
-            to_write.append((data_location(base.location(), task.partition, name), segment.path, written))
-        spec_id, partition = collected.records[task.partition]
+            # A segment's own partition: in a cross-partition run it may not be the task's.
+            target = collected.data_files[segment.path].data_file
+            location = data_location(base.location(), partition_path(base, target), name)
+            to_write.append((location, segment.path, written, target.spec_id, target.partition))
 
-        def write(job: tuple[str, str, npt.NDArray[np.int64]]) -> DataFile:
-            path, target, positions = job
+        def write(job: tuple[str, str, npt.NDArray[np.int64], int, Record]) -> DataFile:
+            path, target, positions, spec_id, partition = job
             return write_position_deletes(
                 base.io,
                 path,
@@ -242,3 +266,38 @@ def execute_task(table: MixedTable, collected: CollectedTable, task: RewriteTask
     output.removed_deletes += [collected.delete_files[p].data_file for p in task.drop_delete_files]
     output.duration_s = time.monotonic() - started
     return output
+
+
+def execute_unit(
+    table: MixedTable,
+    collected: CollectedTable,
+    tasks: Sequence[RewriteTask],
+    writer: WriterIdentity,
+    competitors: Sequence[ChangeFile] = (),
+) -> list[TaskOutput]:
+    """Run ``tasks`` of a cross-partition keyed table as one merge: a key's rows may sit in
+    several partitions, so every base file not rewritten is probed for the change's keys, and
+    winners are chosen across partitions, against the rows of ``competitors`` too (change left
+    visible below the run's cut). The first output carries every file; the others only their
+    task (for the optimized sequence of their partition)."""
+    if not tasks:
+        return []
+    rewritten = {f.path for t in tasks for f in t.rewrite}
+    if any(t.change for t in tasks):
+        segments = tuple(f for part in collected.partitions for f in part.base if f.path not in rewritten)
+    else:
+        segments = tuple({f.path: f for t in tasks for f in t.segments}.values())
+    unit = RewriteTask(
+        partition=tasks[0].partition,
+        type=max((t.type for t in tasks), key=lambda t: t.rank),
+        rewrite=tuple(f for t in tasks for f in t.rewrite),
+        segments=segments,
+        change=tuple(c for t in tasks for c in t.change),
+        from_sequence=0,
+        to_sequence=max(t.to_sequence for t in tasks),
+        drop_delete_files=tuple(sorted({p for t in tasks for p in t.drop_delete_files})),
+        combine_deletes=tuple(sorted({p for t in tasks for p in t.combine_deletes})),
+    )
+    output = execute_task(table, collected, unit, writer, competitors)
+    output.task = tasks[0]
+    return [output, *(TaskOutput(t) for t in tasks[1:])]

@@ -11,6 +11,7 @@ Fragments are merged by size tier and position-delete files combined in batches
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from itertools import groupby
 
 from mixed_iceberg.optimizing.evaluate import needs_rewrite
@@ -123,12 +124,30 @@ def plan_tasks(
     *,
     keyed: bool,
     requested: OptimizingType | None = None,
+    cross_partition: bool = False,
 ) -> list[RewriteTask]:
-    """Tasks for every partition that needs optimizing (or all, at ``requested`` type)."""
+    """Tasks for every partition that needs optimizing (or all, at ``requested`` type).
+
+    ``cross_partition`` (a keyed table partitioned by a non-key column, where a key can move
+    between partitions): the change to merge is one prefix of the whole table's change, cut at
+    one sequence (at most ``max_sequence``), and every partition holding change below the cut is
+    merged in the same run. Merged rows take the transaction id of their run; with one cut, every
+    change row left visible anywhere is newer than it, as a partition's own prefix guarantees
+    within the partition.
+    """
     by_path = {p.path: p for p in evaluation.partitions}
+    cut: int | None = None
+    if keyed and cross_partition:
+        prefix = change_prefix([c for p in partitions for c in p.change], config.max_file_count)
+        cut = max((c.sequence_number for c in prefix), default=None)
     tasks = []
     for part in partitions:
         kind = (requested or by_path[part.path].type) if part.path in by_path else requested
+        if keyed and cross_partition:
+            merged = tuple(c for c in part.change if cut is not None and c.sequence_number <= cut)
+            part = replace(part, change=merged)
+            if kind is None and merged:
+                kind = OptimizingType.MINOR
         if kind is None:
             continue
         task = plan_partition(part, kind, config, keyed=keyed)

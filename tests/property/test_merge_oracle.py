@@ -62,9 +62,11 @@ def upsert_histories(draw: st.DrawFn, keys: int = 8) -> tuple[list[Row], list[li
     for _ in range(draw(st.integers(1, 40))):
         key = draw(st.integers(0, keys - 1))
         new = (draw(st.sampled_from(["a", "b", "c"])), draw(st.integers(0, 100)), float(draw(st.integers(0, 9))))
-        action = draw(st.sampled_from(["+I", "+U", "-D", "-U", "pair"]))
+        action = draw(st.sampled_from(["+I", "+U", "-D", "-U", "pair", "key-only"]))
         if action == "pair":
             ops += [("-U", key, *new), ("+U", key, *new)]
+        elif action == "key-only":  # a delete that carries only its key (Debezium's default before-image)
+            ops.append(("-D", key, None, None, None))
         else:
             ops.append((action, key, *new))
     cuts = sorted(draw(st.lists(st.integers(0, len(ops)), max_size=4)))
@@ -101,7 +103,9 @@ def test_merged_read_equals_replay(
     assert rows_of(table.scan().to_arrow()) == replay(initial, txns)
 
 
-@pytest.mark.parametrize("partition_by", [None, ["id"]], ids=["unpartitioned", "partitioned-by-key"])
+@pytest.mark.parametrize(
+    "partition_by", [None, ["id"], ["cat"]], ids=["unpartitioned", "partitioned-by-key", "partitioned-by-moving-cat"]
+)
 @pytest.mark.parametrize("upsert", ["false", "true"])
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(history=upsert_histories())
