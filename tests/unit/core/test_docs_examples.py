@@ -1,0 +1,21 @@
+"""The Python blocks of docs/ pages run as written (each page's blocks in order, in one namespace)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parents[3] / "docs"
+PAGES = ["semantics.md"]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_docs_python_blocks_run(page: str) -> None:
+    text = (DOCS / page).read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
+    assert blocks, f"{page} has no python block"
+    namespace: dict[str, object] = {}
+    for number, block in enumerate(blocks, start=1):
+        exec(compile(block, f"{page}: python block {number}", "exec"), namespace)
