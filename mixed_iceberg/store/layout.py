@@ -1,20 +1,37 @@
 """Split rows by partition and by tree node, as Amoro lays files out. Vectorized.
 
 The only loops are over partitions and nodes (at most ``buckets`` per partition).
+
+Partition values are computed here, field by field, with each transform's own Arrow kernel
+(``Transform.pyarrow_transform``: pyiceberg-core for bucket and the time transforms), not with
+pyiceberg 0.12's private ``_determine_partitions``, which cannot write some specs the Iceberg
+spec allows: two fields over one source column (``["id", "bucket(16, id)"]``: "Cannot have
+redundant partitions"), a non-identity transform over a ``time`` column (it converts the
+transformed int as a time), ``truncate`` over binary (pyiceberg-core takes ``binary``, not the
+``large_binary`` pyiceberg reads), and ``uuid`` columns (no Arrow hash kernel for the extension
+type). It also filtered the whole batch once per partition.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-from pyiceberg.io.pyarrow import _determine_partitions
+import pyarrow.compute as pc
 from pyiceberg.manifest import DataFile
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
 from pyiceberg.table import Table
+from pyiceberg.transforms import IdentityTransform, TruncateTransform
 from pyiceberg.typedef import Record
+from pyiceberg.types import IcebergType, UUIDType
+from pyiceberg.utils.datetime import date_to_days, datetime_to_micros, time_to_micros
 
 from mixed_iceberg.format import DataTreeNode, tree_node_ids
 
@@ -37,13 +54,79 @@ def partition_path(store: Table, data_file: DataFile) -> str:
     return "" if spec.is_unpartitioned() else spec.partition_to_path(data_file.partition, store.schema())
 
 
+def _internal(value: Any, result_type: IcebergType) -> Any:
+    """A partition value as pyiceberg reads it back from a manifest (days, microseconds, UUID)."""
+    if isinstance(value, dt.datetime):
+        return datetime_to_micros(value)
+    if isinstance(value, dt.date):
+        return date_to_days(value)
+    if isinstance(value, dt.time):
+        return time_to_micros(value)
+    if isinstance(result_type, UUIDType) and isinstance(value, bytes):
+        return uuid.UUID(bytes=value)  # the path then shows the UUID, as Iceberg Java's does
+    return value
+
+
+def _storage(array: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Extension arrays (uuid) as their storage: Arrow's hash kernels and pyiceberg-core take those."""
+    if isinstance(array.type, pa.BaseExtensionType):
+        return pa.chunked_array([chunk.storage for chunk in array.chunks], array.type.storage_type)
+    return array
+
+
+def _partition_values(spec: PartitionSpec, schema: Schema, rows: pa.Table) -> list[pa.ChunkedArray]:
+    """One array per partition field: the transform of its source column, row by row."""
+    values = []
+    for field in spec.fields:
+        source = schema.find_field(field.source_id)
+        name = schema.find_column_name(field.source_id)
+        if name is None or "." in name:
+            raise NotImplementedError(f"partition field {field.name}: expected a top-level source column, found {name}")
+        column = _storage(rows.column(name))
+        if isinstance(field.transform, IdentityTransform):
+            values.append(column)
+            continue
+        if isinstance(field.transform, TruncateTransform) and pa.types.is_large_binary(column.type):
+            column = column.cast(pa.binary())
+        transformed = field.transform.pyarrow_transform(source.field_type)(column)
+        values.append(transformed if isinstance(transformed, pa.ChunkedArray) else pa.chunked_array([transformed]))
+    return values
+
+
+def _group_codes(values: list[pa.ChunkedArray]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(group of each row, first row of each group), groups in order of first appearance."""
+    n = len(values[0])
+    codes = np.zeros(n, dtype=np.int64)
+    for array in values:
+        encoded = pc.dictionary_encode(array, null_encoding="encode").combine_chunks()
+        indices = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        codes = codes * (len(encoded.dictionary) + 1) + indices
+        codes = np.unique(codes, return_inverse=True)[1]  # dense again, so the products stay small
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    # renumber groups by first appearance, so partitions come out in row order
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[inverse].astype(np.int64), first[order].astype(np.int64)
+
+
 def _partitions(store: Table, rows: pa.Table) -> list[tuple[Record, str, pa.Table]]:
     spec = store.spec()
     if spec.is_unpartitioned():
         return [(Record(), "", rows)]
+    if rows.num_rows == 0:
+        return []
+    schema = store.schema()
+    values = _partition_values(spec, schema, rows)
+    groups, firsts = _group_codes(values)
+    types = [field.transform.result_type(schema.find_field(field.source_id).field_type) for field in spec.fields]
+    records = [
+        Record(*(_internal(v, t) for v, t in zip(row, types, strict=True)))
+        for row in zip(*(array.take(pa.array(firsts)).to_pylist() for array in values), strict=True)
+    ]
     return [
-        (part.partition_key.partition, part.partition_key.to_path(), part.arrow_table_partition)
-        for part in _determine_partitions(spec, store.schema(), rows)
+        (records[group], spec.partition_to_path(records[group], schema), group_rows)
+        for group, group_rows in _node_slices(rows, groups)  # a stable grouping, by row order of first appearance
     ]
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote_plus
@@ -29,6 +31,7 @@ from pyiceberg.table import Table, _parse_row_filter
 from pyiceberg.transforms import BucketTransform
 from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, StringType
+from pyiceberg.utils.datetime import date_to_days, datetime_to_micros, time_to_micros
 
 from mixed_iceberg import MixedTable, TableFormat
 from mixed_iceberg.exceptions import ConfigError
@@ -239,12 +242,12 @@ def random_row(rng: random.Random, key: int) -> Row:
     }
 
 
-def as_table(rows: list[Row]) -> pa.Table:
-    return pa.Table.from_pylist([{c: r[c] for c in COLUMNS} for r in rows], schema=SCHEMA)
+def as_table(rows: list[Row], schema: pa.Schema = SCHEMA) -> pa.Table:
+    return pa.Table.from_pylist([{c: r[c] for c in schema.names} for r in rows], schema=schema)
 
 
-def as_changes(changes: list[tuple[str, Row]]) -> pa.Table:
-    table = as_table([row for _, row in changes])
+def as_changes(changes: list[tuple[str, Row]], schema: pa.Schema = SCHEMA) -> pa.Table:
+    table = as_table([row for _, row in changes], schema)
     return table.append_column("_change_action", pa.array([action for action, _ in changes], pa.string()))
 
 
@@ -254,17 +257,19 @@ class Replay:
 
     rows: dict[int, Row]
     rng: random.Random
+    make: Callable[[random.Random, int], Row] = random_row
+    schema: pa.Schema = SCHEMA
 
     def transaction(self, keys: int = 80, size: int = 24) -> list[tuple[str, Row]]:
         changes: list[tuple[str, Row]] = []
         for key in self.rng.sample(range(keys), size):
             old = self.rows.get(key)
             if old is None:
-                new = random_row(self.rng, key)
+                new = self.make(self.rng, key)
                 changes.append(("+I", new))
                 self.rows[key] = new
             elif self.rng.random() < 0.65:
-                new = random_row(self.rng, key)  # may well land in another partition
+                new = self.make(self.rng, key)  # may well land in another partition
                 changes += [("-U", old), ("+U", new)]
                 self.rows[key] = new
             else:
@@ -273,7 +278,7 @@ class Replay:
         return changes
 
     def expected(self) -> list[tuple[object, ...]]:
-        return rows_of(as_table(list(self.rows.values())))
+        return rows_of(as_table(list(self.rows.values()), self.schema))
 
 
 # ---- what is on disk ----
@@ -576,3 +581,108 @@ def test_equality_deletes_of_another_engine_apply_within_their_day_partition(tmp
     assert unordered(table.scan().to_arrow()) == expected
     assert not [f for f in current_files(table.base_store) if f.data_file.content != DataFileContent.DATA]
     assert_amoro_layout(table.base_store, spec)
+
+
+# ---- the other source types the transforms take, and two fields over one column ----
+
+TYPED = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("dec", pa.decimal128(9, 2)),
+        pa.field("bin", pa.binary()),
+        pa.field("fix", pa.binary(3)),
+        pa.field("u", pa.uuid()),
+        pa.field("t", pa.time64("us")),
+        pa.field("b", pa.bool_()),
+        pa.field("x", pa.float64()),
+        pa.field("ts", pa.timestamp("us")),
+    ]
+)
+
+
+def typed_row(rng: random.Random, key: int) -> Row:
+    maybe = lambda v: None if rng.random() < 0.1 else v  # noqa: E731
+    return {
+        "id": key,
+        "dec": maybe(Decimal(rng.randrange(-9999, 9999)) / 100),
+        "bin": maybe(bytes(rng.choice([b"ab", b"\x00\xff", b"abc", b"b"]))),
+        "fix": maybe(rng.choice([b"abc", b"xyz", b"\x00\x00\x01"])),
+        "u": maybe(uuid.UUID(int=rng.randrange(4)).bytes),
+        "t": maybe(rng.choice([dt.time(0, 0), dt.time(10, 30), dt.time(23, 59, 59, 999999)])),
+        "b": maybe(rng.random() < 0.5),
+        "x": maybe(rng.choice([0.5, -1.25, 1e10])),
+        "ts": maybe(rng.choice(ANCHORS)),
+    }
+
+
+def _internal(value: object) -> object:
+    if isinstance(value, dt.datetime):
+        return datetime_to_micros(value)
+    if isinstance(value, dt.date):
+        return date_to_days(value)
+    if isinstance(value, dt.time):
+        return time_to_micros(value)
+    return value
+
+
+def expected_partition(store: Table, row: Row) -> tuple[object, ...]:
+    """pyiceberg's per-value (pure Python) transforms of the row's source values."""
+    schema = store.schema()
+    values = []
+    for field in store.spec().fields:
+        source = schema.find_field(field.source_id)
+        value = row[source.name]
+        values.append(field.transform.transform(source.field_type)(_internal(value)))
+    return tuple(_internal(v) for v in values)
+
+
+def assert_files_hold_their_partition(store: Table) -> None:
+    files = current_files(store)
+    assert files
+    for live in files:
+        data_file = live.data_file
+        value = tuple(data_file.partition)
+        directory = local(data_file.file_path).rsplit("/", 1)[0]
+        assert (
+            directory == f"{local(store.location())}/data/{store.spec().partition_to_path(data_file.partition, store.schema())}"
+        )
+        if data_file.content == DataFileContent.DATA:
+            rows = pq.ParquetFile(local(data_file.file_path)).read().to_pylist()
+            assert {expected_partition(store, r) for r in rows} == {value}, data_file.file_path
+
+
+@pytest.mark.parametrize(
+    "partition_by",
+    [
+        ["bucket(4, dec)"],
+        ["truncate(50, dec)"],
+        ["bin"],
+        ["bucket(3, bin)"],
+        ["truncate(1, bin)"],
+        ["bucket(3, fix)"],
+        ["u"],
+        ["bucket(4, u)"],
+        ["t"],
+        ["bucket(4, t)"],
+        ["b"],
+        ["x"],
+        ["ts"],
+        ["bucket(4, id)", "truncate(10, id)"],  # two fields over one source column
+        ["ts", "day(ts)"],
+    ],
+    ids=lambda p: "+".join(p).replace(" ", ""),
+)
+def test_every_source_type_a_transform_takes_is_written_read_and_optimized(tmp_path: Path, partition_by: list[str]) -> None:
+    table = local_catalog(tmp_path).create_table("db.t", TYPED, primary_key=["id"], partition_by=partition_by)
+    rng = random.Random(len(partition_by[0]))
+    replay = Replay({k: typed_row(rng, k) for k in range(30)}, rng, typed_row, TYPED)
+    table.bulk_load(as_table(list(replay.rows.values()), TYPED))
+    for sequence in (1, 2):
+        with table.new_transaction(("w", sequence)) as txn:
+            txn.write(as_changes(replay.transaction(keys=40, size=12), TYPED))
+        assert rows_of(table.scan().to_arrow()) == replay.expected()
+    assert table.change_store is not None
+    assert_files_hold_their_partition(table.change_store)
+    table.optimizing.run("full")
+    assert rows_of(table.scan().to_arrow()) == replay.expected()
+    assert_files_hold_their_partition(table.base_store)
