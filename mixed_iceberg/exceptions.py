@@ -9,6 +9,7 @@
     ├── InvalidFilterError          a row filter does not parse or names a column the table lacks
     ├── TableExistsError            create_table on an existing identifier
     ├── NoSuchTableError            load/drop of a missing identifier
+    │   └── SnapshotExpiredError        time travel to a state that snapshot expiry or change TTL removed
     ├── NotKeyedTableError          a keyed-table operation on an unkeyed or plain Iceberg table
     ├── InvalidChangeError          a change batch is malformed
     │   ├── InvalidChangeActionError    ``_change_action`` holds something other than +I -U +U -D
@@ -43,6 +44,7 @@ __all__ = [
     "OptimizedSequenceMismatchError",
     "PropertyError",
     "SchemaMismatchError",
+    "SnapshotExpiredError",
     "TableExistsError",
     "WriterFailedError",
 ]
@@ -76,6 +78,11 @@ class TableExistsError(MixedIcebergError):
 
 class NoSuchTableError(MixedIcebergError):
     """No table with that identifier exists."""
+
+
+class SnapshotExpiredError(NoSuchTableError):
+    """A time-travel read needs a snapshot (or the files of one) that maintenance removed:
+    answering from what is left would be a wrong answer, so none is given."""
 
 
 class NotKeyedTableError(MixedIcebergError):

@@ -23,7 +23,7 @@ from pyiceberg.table import FileScanTask
 from pyiceberg.table.snapshots import Snapshot
 
 from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
-from mixed_iceberg.exceptions import NoSuchTableError
+from mixed_iceberg.exceptions import NoSuchTableError, SnapshotExpiredError
 from mixed_iceberg.format import parse_base
 from mixed_iceberg.reader.data_files import read_positional
 from mixed_iceberg.reader.filters import split_filter
@@ -36,7 +36,17 @@ from mixed_iceberg.store.equality_deletes import scan_with_equality_deletes
 if TYPE_CHECKING:
     from mixed_iceberg.table import MixedTable
 
-__all__ = ["MixedScan", "snapshot_as_of"]
+__all__ = ["MixedScan", "history_expired", "snapshot_as_of"]
+
+
+def history_expired(store_snapshots: Sequence[Snapshot], timestamp_ms: int) -> bool:
+    """Whether the store may have had a state at ``timestamp_ms`` that expiry removed: the oldest
+    snapshot left is younger and is not the store's first (sequence numbers start at 1). It may
+    refuse a read whose expired snapshots were all younger too; it never lets one through."""
+    if not store_snapshots:
+        return False
+    oldest = min(store_snapshots, key=lambda s: (s.sequence_number, s.timestamp_ms))
+    return oldest.timestamp_ms > timestamp_ms and (oldest.sequence_number or 0) > 1
 
 
 def snapshot_as_of(store_snapshots: Sequence[Snapshot], timestamp_ms: int) -> Snapshot | None:
@@ -105,6 +115,13 @@ class MixedScan:
             base_snapshot = self._snapshot(base.metadata.snapshot_by_id(base_snapshot_id), base_snapshot_id, "BaseStore")
         elif snapshot_id is not None and change_snapshot is not None:
             base_snapshot = snapshot_as_of(base.metadata.snapshots, change_snapshot.timestamp_ms)
+            if history_expired(base.metadata.snapshots, change_snapshot.timestamp_ms):
+                raise SnapshotExpiredError(
+                    f"{table.name}: reading as of ChangeStore snapshot {snapshot_id} "
+                    f"({change_snapshot.timestamp_ms} ms) needs the BaseStore snapshot of that time; expected one "
+                    f"retained, found the oldest at {min(s.timestamp_ms for s in base.metadata.snapshots)} ms "
+                    "(expired by snapshot.keep.*)"
+                )
         else:
             base_snapshot = base.current_snapshot()
         return change_snapshot, base_snapshot
@@ -124,7 +141,27 @@ class MixedScan:
         return [n for n in names if n in self.selected_fields]
 
     def to_arrow(self) -> pa.Table:
-        """The merged rows, projected to ``selected_fields``."""
+        """The merged rows, projected to ``selected_fields``.
+
+        Raises:
+            SnapshotExpiredError: a time-travel read needs files that maintenance deleted.
+        """
+        try:
+            return self._merged()
+        except FileNotFoundError as exc:
+            if self.change_snapshot is self._current_change() and self.base_snapshot is self.table.base_store.current_snapshot():
+                raise
+            raise SnapshotExpiredError(
+                f"{self.table.name}: reading as of ChangeStore snapshot "
+                f"{getattr(self.change_snapshot, 'snapshot_id', None)} needs a file that maintenance deleted "
+                f"(change.data.ttl.minutes or snapshot expiry): {exc}"
+            ) from exc
+
+    def _current_change(self) -> Snapshot | None:
+        change = self.table.change_store
+        return change.current_snapshot() if change is not None else None
+
+    def _merged(self) -> pa.Table:
         table = self.table
         schema = table.schema()
         output = self._columns()

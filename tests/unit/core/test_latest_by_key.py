@@ -163,3 +163,30 @@ def test_partition_filter_never_lets_a_merged_row_beat_newer_change_it_excludes(
     table.optimizing.run("minor")
     assert rows_of(table.scan().to_arrow()) == [(1, "b", 2, 2.0), (2, "a", 3, 3.0)]
     assert _base_rows(table) == [(2, "a", 3, 3.0)], "only the filtered partition was merged"
+
+
+def test_time_travel_after_expiry_raises_instead_of_answering_wrongly(catalog: MixedCatalog) -> None:
+    """The ChangeStore keeps more history than the BaseStore (more commits): an as-of read whose
+    BaseStore snapshot is gone raises, where it used to read the base as empty."""
+    import time
+
+    from mixed_iceberg.exceptions import SnapshotExpiredError
+    from mixed_iceberg.optimizing.maintenance.facade import TableMaintenance
+
+    table = _table(catalog, **{"snapshot.keep.min-count": "3"})
+    table.bulk_load(changes([("+I", k, "a", k, 1.0) for k in range(10)]).drop_columns(["_change_action"]))
+    snapshots = []
+    for key in range(5):
+        _commit(table, ("-D", key, None, None, None))
+        snapshots.append(table.refresh().change_store.current_snapshot())
+    assert len(table.scan(snapshot_id=snapshots[2].snapshot_id).to_arrow()) == 7  # type: ignore[union-attr]
+    table.optimizing.run("full")
+    for _ in range(2):
+        table.bulk_load(table.scan().to_arrow(), overwrite=True)
+    TableMaintenance(table, clock=lambda: time.time() + 10**7).expire_snapshots()
+    table.refresh()
+    assert table.change_store is not None
+    assert table.change_store.metadata.snapshot_by_id(snapshots[2].snapshot_id) is not None  # type: ignore[union-attr]
+    with pytest.raises(SnapshotExpiredError, match="BaseStore snapshot of that time"):
+        table.scan(snapshot_id=snapshots[2].snapshot_id).to_arrow()  # type: ignore[union-attr]
+    assert len(table.scan().to_arrow()) == 5
