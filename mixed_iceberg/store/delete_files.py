@@ -55,7 +55,7 @@ from pyiceberg.manifest import (
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import TableProperties, Transaction
-from pyiceberg.table.snapshots import Operation, Summary, ancestors_between_ids
+from pyiceberg.table.snapshots import CHANGED_PARTITION_COUNT_PROP, Operation, Summary, ancestors_between_ids
 from pyiceberg.table.update import AddSnapshotUpdate
 from pyiceberg.table.update.snapshot import _SnapshotProducer
 from pyiceberg.typedef import EMPTY_DICT, Properties, Record
@@ -461,15 +461,20 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
         return self._removed_entries
 
     def _summary(self, snapshot_properties: dict[str, str] = EMPTY_DICT) -> Summary:
-        if self._operation != Operation.REPLACE:
-            return super()._summary(snapshot_properties)
+        operation = self._operation
         # pyiceberg computes totals for append/overwrite/delete only; replace has the same.
-        self._operation = Operation.OVERWRITE
+        self._operation = Operation.OVERWRITE if operation == Operation.REPLACE else operation
         try:
             summary = super()._summary(snapshot_properties)
         finally:
-            self._operation = Operation.REPLACE
-        return Summary(Operation.REPLACE, **summary.additional_properties)
+            self._operation = operation
+        properties = dict(summary.additional_properties)
+        # Iceberg Java counts the unpartitioned partition too (pyiceberg only partitioned ones):
+        # every snapshot of Java's RewriteFiles that changes a file says changed-partition-count.
+        changed = {(_spec_id(f, 0), f.partition) for f in (*self._added_data_files, *self._deleted_data_files)}
+        if changed and CHANGED_PARTITION_COUNT_PROP not in properties:
+            properties[CHANGED_PARTITION_COUNT_PROP] = str(len(changed))
+        return Summary(operation, **properties)
 
     def _validate_concurrency(self) -> None:
         """On a retry, refuse when commits since the start changed what this rewrite assumed.
