@@ -31,6 +31,8 @@ from mixed_iceberg.exceptions import ConfigError
 __all__ = ["partition_spec"]
 
 _CALL = re.compile(r"^\s*(\w+)\s*\(\s*(?:(\d+)\s*,\s*)?(\w+)\s*\)\s*$")
+#: Iceberg Java refuses two of these over one source column ("Cannot add redundant partition").
+_TIME = (YearTransform, MonthTransform, DayTransform, HourTransform)
 #: transform -> (transform, suffix of the partition field name, as Iceberg Java's builder names it)
 _UNARY: dict[str, tuple[Transform[Any, Any], str]] = {
     "identity": (IdentityTransform(), ""),
@@ -84,11 +86,16 @@ def partition_spec(partition_by: Sequence[str] | PartitionSpec | None, schema: S
             raise ConfigError(f"partition spec {text!r}: column {column!r} not in schema {schema.column_names}") from exc
         if not transform.can_transform(source.field_type):
             raise ConfigError(f"partition spec {text!r}: {transform} does not apply to {column!r} of type {source.field_type}")
-        # Iceberg Java's rules: partition names are unique, and only an identity field may share its source's name.
+        # Iceberg Java's rules: partition names are unique, only an identity field may share its source's name,
+        # and a source column takes at most one time transform.
         if name in {f.name for f in fields}:
             raise ConfigError(f"partition spec {text!r}: expected a new partition field name, found {name!r} twice")
         if name != column and name in schema.column_names:
             raise ConfigError(f"partition spec {text!r}: partition field name {name!r} is also a column of the schema")
+        if isinstance(transform, _TIME) and any(
+            f.source_id == source.field_id and isinstance(f.transform, _TIME) for f in fields
+        ):
+            raise ConfigError(f"partition spec {text!r}: expected one time transform of {column!r}, found a second (redundant)")
         fields.append(
             PartitionField(source_id=source.field_id, field_id=PARTITION_FIELD_ID_START + offset, transform=transform, name=name)
         )

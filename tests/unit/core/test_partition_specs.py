@@ -50,6 +50,7 @@ def test_partition_fields_are_named_as_iceberg_java_names_them(tmp_path: Path) -
         (["bucket(4, id)", "bucket(8, id)"], r"found 'id_bucket' twice"),
         (["region", "identity(region)"], r"found 'region' twice"),
         (["bucket(4, nope)"], r"column 'nope' not in schema"),
+        (["day(ts)", "hour(ts)"], r"expected one time transform of 'ts', found a second"),
         (["days(ts)"], r"unknown transform 'days'"),
     ],
 )
