@@ -24,6 +24,8 @@ On read, the newest flagged snapshot decides (the same walk as Amoro's), and:
   unreadable): the summary copy, with a warning. Safe: it is the same commit's record, and
   the next optimizing commit writes both records again on its new snapshot (the repair; the
   replaced statistics of the old snapshot, which now belong to the other engine, are left).
+  :func:`repair_optimized_sequence` does that at once, for Amoro's readers, which know only
+  the Puffin file.
 * Both are there and disagree: :class:`OptimizedSequenceMismatchError`, since nothing says
   which one is right.
 * No summary copy (a snapshot Amoro, or an older mixed-iceberg, flagged) and no Puffin blob:
@@ -45,17 +47,20 @@ from collections.abc import Mapping
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.puffin import PuffinFile
-from pyiceberg.table.snapshots import Snapshot
+from pyiceberg.table.snapshots import Operation, Snapshot
 from pyiceberg.table.statistics import BlobMetadata, StatisticsFile
 
-from mixed_iceberg.exceptions import CorruptTableError, OptimizedSequenceMismatchError
+from mixed_iceberg.exceptions import CommitConflictError, CorruptTableError, OptimizedSequenceMismatchError
+from mixed_iceberg.store.commit import CommitOutcome, commit_files
 from mixed_iceberg.store.delete_files import add_snapshot_properties
 
 __all__ = [
     "BASE_OPTIMIZED_TIME",
     "OPTIMIZED_SEQUENCE",
+    "REPAIRED_FROM",
     "SUMMARY_COPY",
     "read_optimized_sequence",
+    "repair_optimized_sequence",
     "stage_optimized_sequence",
     "summary_flags",
 ]
@@ -67,6 +72,8 @@ SUMMARY_COPY = {
     OPTIMIZED_SEQUENCE: "mixed-iceberg.optimized-sequence",
     BASE_OPTIMIZED_TIME: "mixed-iceberg.base-optimized-time",
 }
+#: Summary key of a repair snapshot: the id of the snapshot whose summary copy it restored.
+REPAIRED_FROM = "mixed-iceberg.optimized-sequence.repaired-from"
 _MAGIC = b"PFA1"
 _LEGACY_PROPERTY = "table.partition-properties"
 
@@ -242,6 +249,59 @@ def _puffin_blob(base: Table, metadata: TableMetadata, snapshot_id: int, blob_ty
     except (OSError, ValueError, TypeError, AttributeError) as exc:  # missing or malformed file
         return None, f"its statistics file {path} is unreadable ({type(exc).__name__}: {exc})"
     return None, f"its statistics file {path} lists a {blob_type} blob its footer lacks"
+
+
+def repair_optimized_sequence(base: Table, *, table_name: str = "") -> CommitOutcome | None:
+    """Put the optimized sequence back into a Puffin file after another engine dropped it.
+
+    When the newest flagged snapshot's Puffin blobs are gone but its summary copy is not, this
+    commits one empty ``replace`` snapshot that carries both maps again (Puffin file, flags,
+    summary copy, and :data:`REPAIRED_FROM`), so Amoro's readers, which read only the Puffin
+    file, see the table as optimized again. The other engine's statistics file stays where it
+    is. Idempotent: a table whose newest flagged snapshot has its blobs is left alone.
+
+    Returns:
+        The repair commit, or None when there was nothing to repair.
+
+    Raises:
+        OptimizedSequenceMismatchError: as :func:`read_optimized_sequence` (no copy to repair from,
+            or the records disagree).
+        CommitConflictError: the optimized sequence moved while repairing.
+    """
+    base.refresh()
+    name = table_name or ".".join(base.name())
+    snapshot = base.current_snapshot()
+    sequences = read_optimized_sequence(base, snapshot)
+    times = read_optimized_sequence(base, snapshot, BASE_OPTIMIZED_TIME)
+    flagged = _flagged_snapshot(base.metadata, snapshot)
+    if flagged is None:
+        return None
+    if all(_puffin_blob(base, base.metadata, flagged.snapshot_id, t)[0] is not None for t in SUMMARY_COPY):
+        return None
+
+    def validate(current: Table) -> None:
+        now = _flagged_snapshot(current.metadata, current.current_snapshot())
+        if now is None or now.snapshot_id != flagged.snapshot_id:
+            found = None if now is None else now.snapshot_id
+            raise CommitConflictError(
+                f"{name}: optimized sequence moved while repairing; expected snapshot {flagged.snapshot_id} "
+                f"to carry it, found {found}"
+            )
+
+    def stage(txn: Transaction, snapshot_id: int) -> None:
+        stage_optimized_sequence(txn, snapshot_id, sequences, times)
+
+    outcome = commit_files(
+        base,
+        added=[],
+        summary={**summary_flags(), REPAIRED_FROM: str(flagged.snapshot_id)},
+        stage=stage,
+        validate=validate,
+        table_name=name,
+        operation=Operation.REPLACE,
+    )
+    log.info("%s: optimized sequence of snapshot %s written again as snapshot %s", name, flagged.snapshot_id, outcome.snapshot_id)
+    return outcome
 
 
 def _legacy(properties: Mapping[str, str], blob_type: str) -> dict[str, int]:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from pyiceberg.table import Table
 
+from mixed_iceberg.basestore.optimized_sequence import repair_optimized_sequence
 from mixed_iceberg.exceptions import NotKeyedTableError
 from mixed_iceberg.optimizing.maintenance.change_ttl import expire_change_files
 from mixed_iceberg.optimizing.maintenance.config import MaintenanceConfig
@@ -257,6 +258,23 @@ class TableMaintenance:
             result.duration_s * 1000,
         )
         return result
+
+    def repair_optimized_sequence(self) -> int | None:
+        """Write the BaseStore's optimized sequence back into a Puffin file where another engine
+        (Spark's ``compute_table_stats``) replaced it, for Amoro's readers; ours read the summary
+        copy meanwhile (basestore/optimized_sequence.py). Not part of :meth:`run`.
+
+        Returns:
+            The id of the repair snapshot, or None when nothing needed repair.
+
+        Raises:
+            NotKeyedTableError: the table has no ChangeStore (so no optimized sequence).
+            OptimizedSequenceMismatchError: there is no copy to repair from, or the records disagree.
+        """
+        if self._table.change_store is None:
+            raise NotKeyedTableError(f"{self._table.name}: only a keyed table has an optimized sequence")
+        outcome = repair_optimized_sequence(self._table.base_store, table_name=self._table.name)
+        return None if outcome is None else outcome.snapshot_id
 
     def run(self) -> MaintenanceResult:
         """Every enabled step, in an order that lets each feed the next.

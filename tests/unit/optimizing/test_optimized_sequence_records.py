@@ -20,12 +20,14 @@ from mixed_iceberg.basestore import optimized_sequence as osq
 from mixed_iceberg.basestore.optimized_sequence import (
     BASE_OPTIMIZED_TIME,
     OPTIMIZED_SEQUENCE,
+    REPAIRED_FROM,
     SUMMARY_COPY,
     read_optimized_sequence,
     stage_optimized_sequence,
     summary_flags,
 )
 from mixed_iceberg.exceptions import CorruptTableError, OptimizedSequenceMismatchError
+from mixed_iceberg.optimizing.maintenance import TableMaintenance
 from mixed_iceberg.store.commit import commit_files
 from tests.support.tables import ORDERS_SCHEMA as SCHEMA
 from tests.support.tables import changes, local_catalog, rows_of
@@ -220,3 +222,35 @@ def test_summary_copy_survives_a_commit_retried_after_a_concurrent_commit(tmp_pa
     assert parent.summary["concurrent"] == "yes"
     assert snapshot.summary[SUMMARY_COPY[OPTIMIZED_SEQUENCE]] == '{"":7}'
     assert read_optimized_sequence(base, snapshot) == {"": 7}
+
+
+def test_repair_puts_the_optimized_sequence_back_into_a_puffin_file_once(tmp_path: Path) -> None:
+    table = _optimized(tmp_path)
+    maintenance = TableMaintenance(table)
+    assert maintenance.repair_optimized_sequence() is None, "nothing to repair yet"
+    merged = rows_of(table.scan().to_arrow())
+    replaced = table.base_store.current_snapshot()
+    assert replaced is not None
+    _replace_statistics(table.base_store, [SKETCH])
+    repaired = maintenance.repair_optimized_sequence()
+    assert repaired is not None
+    base = table.refresh().base_store
+    snapshot = base.current_snapshot()
+    assert snapshot is not None
+    assert snapshot.snapshot_id == repaired
+    assert snapshot.summary is not None
+    assert snapshot.summary.operation == Operation.REPLACE
+    assert snapshot.summary[REPAIRED_FROM] == str(replaced.snapshot_id)
+    assert osq._puffin_blob(base, base.metadata, repaired, OPTIMIZED_SEQUENCE)[0] == {"": 1}
+    (sketches,) = [s for s in base.metadata.statistics if s.snapshot_id == replaced.snapshot_id]
+    assert {b.type for b in sketches.blob_metadata} == {SKETCH[0]}, "the other engine's statistics stay"
+    assert rows_of(table.refresh().scan().to_arrow()) == merged
+    assert maintenance.repair_optimized_sequence() is None, "idempotent"
+
+
+def test_repair_without_a_copy_raises(tmp_path: Path) -> None:
+    table = _optimized(tmp_path)
+    _flag_without_copy(table, 1)
+    _replace_statistics(table.refresh().base_store, [SKETCH])
+    with pytest.raises(OptimizedSequenceMismatchError):
+        TableMaintenance(table.refresh()).repair_optimized_sequence()
