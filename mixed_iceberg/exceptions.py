@@ -7,6 +7,7 @@
     ├── PropertyError               a table property is unknown or has a bad value
     ├── InvalidSchemaError          create_table: a reserved column name, a key type that cannot be hashed
     ├── InvalidFilterError          a row filter does not parse or names a column the table lacks
+    ├── SchemaEvolutionError        update_schema: a change a keyed table cannot take (a key column, a reserved name)
     ├── TableExistsError            create_table on an existing identifier
     ├── NoSuchTableError            load/drop of a missing identifier
     │   └── SnapshotExpiredError        time travel to a state that snapshot expiry or change TTL removed
@@ -43,6 +44,7 @@ __all__ = [
     "NotKeyedTableError",
     "OptimizedSequenceMismatchError",
     "PropertyError",
+    "SchemaEvolutionError",
     "SchemaMismatchError",
     "SnapshotExpiredError",
     "TableExistsError",
@@ -70,6 +72,14 @@ class InvalidSchemaError(MixedIcebergError):
 
 class InvalidFilterError(MixedIcebergError):
     """A row filter does not parse, or names a column the table does not have."""
+
+
+class SchemaEvolutionError(MixedIcebergError):
+    """A schema change that ``MixedTable.update_schema()`` refuses: dropping, renaming, retyping
+    or making optional a primary-key column (Amoro keys rows by the names in
+    ``mixed-format.primary-key-fields`` and hashes them by type), taking a reserved column name,
+    dropping a partition source column, breaking ``self-optimizing.filter``, or a change pyiceberg
+    itself rejects. Neither store changed."""
 
 
 class TableExistsError(MixedIcebergError):

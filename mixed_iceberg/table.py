@@ -25,6 +25,7 @@ from mixed_iceberg.options import TableOptions
 from mixed_iceberg.reader.changes import ChangeScan
 from mixed_iceberg.reader.scan import MixedScan
 from mixed_iceberg.schema import arrow_schema
+from mixed_iceberg.schema_evolution import MixedSchemaUpdate, complete_schema_change
 from mixed_iceberg.store.commit import CommitOutcome
 from mixed_iceberg.table_properties import update_properties
 from mixed_iceberg.typedef import CommitId, TableFormat
@@ -87,8 +88,29 @@ class MixedTable:
         self.base_store.refresh()
         if self.change_store is not None:
             self.change_store.refresh()
+            complete_schema_change(self)  # a schema change cut short between the stores' commits
         self.options = TableOptions.from_properties(self.base_store.properties, self.name)
         return self
+
+    def update_schema(self, *, allow_incompatible_changes: bool = False, case_sensitive: bool = True) -> MixedSchemaUpdate:
+        """Evolve the schema of every store (both of a keyed table), with pyiceberg's verbs.
+
+        Columns keep their field ids, and every read resolves columns by id: rows written
+        before a rename read under the new name, a dropped column's values never come back
+        under a column later added by its name, widened types read widened.
+
+        >>> with table.update_schema() as update:                                    # doctest: +SKIP
+        ...     update.rename_column("plan", "tier")
+        ...     update.add_column("score", LongType())
+
+        Raises:
+            SchemaEvolutionError: the change touches a primary-key column (drop, rename, type,
+                optional), takes a reserved name, drops a partition source or breaks
+                ``self-optimizing.filter``; nothing changed.
+            CommitConflictError: other commits kept winning; retry.
+        """
+        self.refresh()
+        return MixedSchemaUpdate(self, allow_incompatible_changes=allow_incompatible_changes, case_sensitive=case_sensitive)
 
     def update_properties(self, updates: Mapping[str, str] | None = None, removals: Iterable[str] = ()) -> MixedTable:
         """Set and remove table properties, on both stores of a keyed table (as Amoro does), then refresh.
@@ -126,6 +148,10 @@ class MixedTable:
         if not self.is_keyed:
             raise NotKeyedTableError(f"{self.name}: change transactions need a keyed table; this one has no primary key")
         # No refresh here: the commit refreshes the ChangeStore itself, right before committing.
+        # Unless the stores' loaded schemas differ (the ChangeStore was refreshed by a commit
+        # after a schema change): rows are checked against one and written with the other.
+        if self.change_store is not None and self.change_store.schema() != self.base_store.schema():
+            self.refresh()
         return ChangeTransaction(self, _commit_id(commit_id), summary=summary, writer=writer)
 
     def bulk_load(

@@ -32,6 +32,7 @@ from mixed_iceberg.catalog.markers import (
 from mixed_iceberg.catalog.partitioning import partition_spec
 from mixed_iceberg.exceptions import ConfigError, CorruptTableError, NoSuchTableError, TableExistsError
 from mixed_iceberg.schema import keyed_iceberg_schema
+from mixed_iceberg.schema_evolution import complete_schema_change
 from mixed_iceberg.table import MixedTable
 from mixed_iceberg.table_properties import validate_table_properties
 from mixed_iceberg.typedef import TableFormat, TableStore
@@ -145,7 +146,9 @@ class MixedCatalog:
             change = self.iceberg.load_table(change_id)
         except ice.NoSuchTableError as exc:
             raise CorruptTableError(f"keyed table {identifier}: expected its ChangeStore {change_id}, found none") from exc
-        return MixedTable(identifier, TableFormat.MIXED_ICEBERG, base, change, keys)
+        table = MixedTable(identifier, TableFormat.MIXED_ICEBERG, base, change, keys)
+        complete_schema_change(table)  # a schema change cut short between the stores' commits
+        return table
 
     def table_exists(self, identifier: str) -> bool:
         return bool(self.iceberg.table_exists(identifier))

@@ -1,7 +1,8 @@
 """Read the rows a plan names, tagged with their LSN.
 
-Change files are read in one multi-threaded pyarrow dataset scan (per-file constants are
-attached through ``__fragment_index``); base files through :mod:`mixed_iceberg.reader.data_files`,
+Change files are read by field id through :mod:`mixed_iceberg.reader.change_files` (one
+multi-threaded pyarrow dataset scan while they have the current schema; per-file constants are
+attached through each row's file index); base files through :mod:`mixed_iceberg.reader.data_files`,
 which leaves position-deleted and filtered-out rows to one final mask (applied here, or by the
 merge together with its own drops).
 """
@@ -13,23 +14,19 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.dataset as ds
-from pyiceberg.expressions import AlwaysTrue, BooleanExpression
-from pyiceberg.expressions.visitors import bind
+from pyiceberg.expressions import BooleanExpression
 from pyiceberg.io import FileIO
-from pyiceberg.io.pyarrow import expression_to_pyarrow
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
 
+from mixed_iceberg.reader.change_files import read_change_files
 from mixed_iceberg.reader.data_files import filesystem_for, read_data_files, read_files
 from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, keep_rows, pack_lsn
 from mixed_iceberg.reader.plan import ChangeFileRef
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
 
 __all__ = ["base_lsn", "filesystem_for", "is_maskable", "read_base_rows", "read_base_unmasked", "read_change_rows"]
-
-_FRAGMENT = "__fragment_index"
 
 
 def read_change_rows(
@@ -40,22 +37,15 @@ def read_change_rows(
     row_filter: BooleanExpression,
 ) -> pa.Table:
     """``columns`` of every row in ``refs`` that passes ``row_filter``, plus LSN, in ``refs`` order."""
-    file_schema = arrow_schema(Schema(*schema.fields, FILE_OFFSET_FIELD), field_ids=False)
-    output = [*columns, FILE_OFFSET_FIELD.name, _FRAGMENT]
     if not refs:
+        file_schema = arrow_schema(Schema(*schema.fields, FILE_OFFSET_FIELD), field_ids=False)
         empty = file_schema.empty_table().select([*columns, FILE_OFFSET_FIELD.name])
         return _tag_change(empty, np.empty(0, np.int64), np.empty(0, np.int64))
-    filesystem, _ = filesystem_for(io, refs[0].path)
-    paths = [filesystem_for(io, ref.path)[1] for ref in refs]
-    dataset = ds.dataset(paths, schema=file_schema, format="parquet", filesystem=filesystem)
-    arrow_filter = None
-    if not isinstance(row_filter, AlwaysTrue):
-        arrow_filter = expression_to_pyarrow(bind(schema, row_filter, case_sensitive=True), schema)
-    rows = dataset.to_table(columns=output, filter=arrow_filter)
-    fragment = rows.column(_FRAGMENT).to_numpy()
+    # By field id: files of the current schema in one dataset scan, the others projected.
+    rows, fragment = read_change_files(io, schema, [ref.path for ref in refs], columns, row_filter)
     tx = np.fromiter((ref.transaction_id for ref in refs), dtype=np.int64, count=len(refs))[fragment]
     offsets = rows.column(FILE_OFFSET_FIELD.name).fill_null(0).to_numpy()
-    return _tag_change(rows.drop_columns([_FRAGMENT]), tx, offsets)
+    return _tag_change(rows, tx, offsets)
 
 
 def _tag_change(rows: pa.Table, tx: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64]) -> pa.Table:

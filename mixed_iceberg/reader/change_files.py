@@ -1,0 +1,153 @@
+"""Read ChangeStore files by Iceberg field id (DESIGN.md, invariant 8).
+
+A change file holds the table's columns as its writer's schema had them, plus ``_file_offset``
+(Amoro's reserved field id). Files whose wanted columns carry the current schema's names, field
+ids and types (every file, until the schema changes) are read together in one multi-threaded
+pyarrow dataset scan, by name, with the row filter pushed down; a wanted column a file lacks
+under both its name and its id reads as nulls there, as it would by id. The other files (a
+column renamed, dropped and re-added under its name, widened) are read one by one and
+projected by field id onto the current schema with pyiceberg's projection visitor: renamed
+columns by id, new ones as nulls, dropped ones gone, widened types cast. Each file's footer is
+read once: the dataset keeps the metadata its fitness check parsed for the scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.expressions.visitors import bind, extract_field_ids
+from pyiceberg.io import FileIO
+from pyiceberg.io.pyarrow import ArrowAccessor, ArrowProjectionVisitor, expression_to_pyarrow, pyarrow_to_schema
+from pyiceberg.schema import Schema, prune_columns, visit_with_partner
+
+from mixed_iceberg.reader.data_files import filesystem_for
+from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
+
+__all__ = ["read_change_files"]
+
+_FRAGMENT = "__fragment_index"
+_FIELD_ID = b"PARQUET:field_id"
+_NORMAL = {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
+
+
+def _field_id(field: pa.Field) -> int | None:
+    raw = (field.metadata or {}).get(_FIELD_ID)
+    return int(raw) if raw is not None else None
+
+
+def _shape(field: pa.Field) -> tuple[object, ...]:
+    """Names, field ids and types of ``field`` and its children (large types as their small kin)."""
+    kind = field.type
+    if pa.types.is_struct(kind):
+        return (field.name, _field_id(field), "struct", tuple(_shape(kind.field(i)) for i in range(kind.num_fields)))
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return (field.name, _field_id(field), "list", _shape(kind.value_field))
+    if pa.types.is_map(kind):
+        return (field.name, _field_id(field), "map", _shape(kind.key_field), _shape(kind.item_field))
+    return (field.name, _field_id(field), str(_NORMAL.get(kind, kind)))
+
+
+def _fits(physical: pa.Schema, expected: Sequence[pa.Field]) -> bool:
+    """Whether reading ``expected`` columns from a file by name gives what reading by id would."""
+    by_name = {f.name: f for f in physical}
+    ids = {_field_id(f) for f in physical}
+    for want in expected:
+        found = by_name.get(want.name)
+        if found is None:
+            if _field_id(want) in ids:  # renamed since: only by id
+                return False
+            continue  # absent under both: nulls either way
+        if _shape(found) != _shape(want):
+            return False
+    return True
+
+
+def _wanted(schema: Schema, columns: Sequence[str], row_filter: BooleanExpression) -> list[str]:
+    """``columns``, ``_file_offset`` and the top-level columns the filter reads."""
+    names = [*columns, FILE_OFFSET_FIELD.name]
+    if not isinstance(row_filter, AlwaysTrue):
+        ids = extract_field_ids(bind(schema, row_filter, case_sensitive=True))
+        names += [f.name for f in prune_columns(schema, ids, select_full_types=True).fields if f.name not in names]
+    return names
+
+
+def read_change_files(
+    io: FileIO, schema: Schema, paths: Sequence[str], columns: Sequence[str], row_filter: BooleanExpression
+) -> tuple[pa.Table, npt.NDArray[np.int64]]:
+    """``columns`` and ``_file_offset`` of the rows of ``paths`` that pass ``row_filter``
+    (bound to ``schema``, the current one), and the index into ``paths`` of each row's file."""
+    file_schema = Schema(*schema.fields, FILE_OFFSET_FIELD)
+    output = [*columns, FILE_OFFSET_FIELD.name]
+    wanted = _wanted(schema, columns, row_filter)
+    target = arrow_schema(file_schema, field_ids=False)
+    expected = [arrow_schema(file_schema).field(name) for name in wanted]
+    condition = None
+    if not isinstance(row_filter, AlwaysTrue):
+        condition = expression_to_pyarrow(bind(schema, row_filter, case_sensitive=True), schema)
+    filesystem, _ = filesystem_for(io, paths[0])
+    local = [filesystem_for(io, path)[1] for path in paths]
+    dataset = ds.dataset(local, schema=target, format="parquet", filesystem=filesystem)
+    fragments = list(dataset.get_fragments())
+    fit = [_fits(fragment.physical_schema, expected) for fragment in fragments]
+    if all(fit):
+        return _scan(dataset, output, condition, np.arange(len(paths), dtype=np.int64))
+    pieces: list[tuple[pa.Table, npt.NDArray[np.int64]]] = []
+    fitting = np.flatnonzero(fit).astype(np.int64)
+    if len(fitting):
+        subset = ds.FileSystemDataset(
+            [fragments[i] for i in fitting], schema=target, format=ds.ParquetFileFormat(), filesystem=filesystem
+        )
+        pieces.append(_scan(subset, output, condition, fitting))
+    others = [i for i, ok in enumerate(fit) if not ok]
+    requested = Schema(*(file_schema.find_field(name) for name in wanted))
+
+    def project(i: int) -> pa.Table:
+        rows = _projected(filesystem, local[i], requested)
+        if condition is not None:
+            rows = rows.filter(condition)
+        return rows.select(output)
+
+    with ThreadPoolExecutor(max_workers=min(4, len(others))) as pool:
+        for i, rows in zip(others, pool.map(project, others), strict=True):
+            pieces.append((rows, np.full(rows.num_rows, i, dtype=np.int64)))
+    tables = pa.concat_tables([t for t, _ in pieces], promote_options="permissive")
+    index = np.concatenate([i for _, i in pieces])
+    order = np.argsort(index, kind="stable")  # in ``paths`` order, as the dataset scan reads
+    return tables.take(pa.array(order)), index[order]
+
+
+def _scan(
+    dataset: ds.Dataset, output: list[str], condition: object, positions: npt.NDArray[np.int64]
+) -> tuple[pa.Table, npt.NDArray[np.int64]]:
+    rows = dataset.to_table(columns=[*output, _FRAGMENT], filter=condition)
+    fragment = rows.column(_FRAGMENT).to_numpy().astype(np.int64)
+    return rows.drop_columns([_FRAGMENT]), positions[fragment]
+
+
+def _projected(filesystem: pa.fs.FileSystem, path: str, requested: Schema) -> pa.Table:
+    """Every row of one file, its columns found by field id and cast to ``requested``."""
+    with filesystem.open_input_file(path) as stream:
+        parquet = pq.ParquetFile(stream)
+        physical = parquet.schema_arrow
+        file_schema = pyarrow_to_schema(physical)
+        ids = {f.field_id for f in requested.fields}
+        present = [f.name for f in file_schema.fields if f.field_id in ids]
+        rows = parquet.read(columns=present)
+    empty = arrow_schema(requested, field_ids=False).empty_table()
+    batches = [
+        pa.RecordBatch.from_struct_array(
+            visit_with_partner(requested, batch, ArrowProjectionVisitor(file_schema), ArrowAccessor(file_schema))
+        )
+        for batch in rows.to_batches()
+        if batch.num_rows
+    ]
+    if not batches:
+        return empty
+    return pa.concat_tables([pa.Table.from_batches([b]) for b in batches], promote_options="permissive")
