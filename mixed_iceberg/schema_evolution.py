@@ -28,7 +28,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.exceptions import CommitFailedException, ResolveError, ValidationError
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.update import (
@@ -53,6 +53,8 @@ __all__ = ["MixedSchemaUpdate", "complete_schema_change"]
 log = logging.getLogger(__name__)
 
 _RETRIES = 5
+#: What pyiceberg's UpdateSchema raises for a change it refuses.
+_REFUSED = (ValueError, ValidationError, ResolveError)
 
 
 def _path(path: str | tuple[str, ...]) -> tuple[str, ...]:
@@ -91,7 +93,7 @@ class MixedSchemaUpdate:
 
         try:
             call(self._update)
-        except ValueError as exc:
+        except _REFUSED as exc:
             raise SchemaEvolutionError(f"table {self._table.name}: {verb}{args!r} refused: {exc}") from exc
         self._calls.append(call)
         return self
@@ -199,14 +201,14 @@ class MixedSchemaUpdate:
                 try:
                     for call in self._calls:
                         call(self._update)
-                except ValueError as exc:
+                except _REFUSED as exc:
                     raise CommitConflictError(
                         f"table {table.name}: the schema changed meanwhile and the change no longer applies: {exc}"
                     ) from exc
             before = base.schema()
             try:
                 self._update.commit()
-            except ValueError as exc:
+            except _REFUSED as exc:
                 raise SchemaEvolutionError(f"table {table.name}: schema change refused: {exc}") from exc
             target = self._txn.table_metadata.schema()
             check_schema_change(table, before, target)

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyiceberg.schema import Schema
 
 from mixed_iceberg.changestore.batch import ACTION_CODES, ACTION_COLUMN
 from mixed_iceberg.changestore.writer import WriterIdentity
@@ -144,6 +145,7 @@ class PartitionIngestor:
             raise ValueError("a dead-letter topic needs a log writer")
         self.table = table
         self.parser = parser
+        self._schema: Schema | None = None  # the Iceberg schema the parser was last checked against
         self.job, self.topic, self.partition = job, topic, partition
         self.log_writer = log_writer
         self.log_topic = log_topic
@@ -183,9 +185,34 @@ class PartitionIngestor:
         if len(keep) == 0:
             return
         offsets = offsets[keep]
+        self._follow_schema()
         parsed = self.parser.parse(values.take(pa.array(keep)), offsets)
         self.metrics.tombstones += parsed.tombstones
         self._commit(parsed, int(offsets[-1]) + 1, received_ms)
+
+    def _follow_schema(self) -> None:
+        """Parse with the table's current schema: a schema change committed while the job runs
+        applies from the next batch on (one catalog query per batch when nothing changed).
+        The batch in flight when it lands is written with the schema it was parsed with, which
+        readers resolve by field id (its rows read a column added meanwhile as null)."""
+        base = self.table.base_store
+        base.refresh()
+        current = base.schema()
+        if self._schema is not None and (current is self._schema or current == self._schema):
+            self._schema = current
+            return
+        self.table.refresh()  # also completes a schema change cut short on the ChangeStore
+        self._schema = self.table.schema()
+        target = self.table.arrow_schema()
+        if not self.parser.schema.equals(target):
+            log.info(
+                "%s: ingest %s/%d parses with schema %d from now on",
+                self.table.name,
+                self.topic,
+                self.partition,
+                self._schema.schema_id,
+            )
+            self.parser = CdcParser(target, self.table.primary_key, self.parser.format)
 
     def _commit(self, parsed: ParsedChanges, next_offset: int, received_ms: int | None = None) -> None:
         table_from = self.table_next or 0

@@ -161,7 +161,10 @@ def execute_task(
         inserts = deletes = None
         if table.change_store is not None and refs:
             io = table.change_store.io
-            inserts = read_change_rows(io, schema, [r for r in refs if not r.is_delete], schema.column_names, AlwaysTrue())
+            history = table.change_store.metadata.schemas
+            inserts = read_change_rows(
+                io, schema, [r for r in refs if not r.is_delete], schema.column_names, AlwaysTrue(), schemas=history
+            )
             deletes = read_change_rows(io, schema, [r for r in refs if r.is_delete], keys, AlwaysTrue())
         if inserts is not None and deletes is not None:
             output.rows_in = data.num_rows + inserts.num_rows + deletes.num_rows

@@ -78,11 +78,37 @@ def _wanted(schema: Schema, columns: Sequence[str], row_filter: BooleanExpressio
     return names
 
 
+def _always_fits(schema: Schema, wanted: Sequence[str], expected: Sequence[pa.Field], schemas: Sequence[Schema] | None) -> bool:
+    """Whether every file of the store fits (:func:`_fits`) whatever schema wrote it: the wanted
+    columns are primary-key columns, which never change name, id or type (the schema evolution
+    of :mod:`mixed_iceberg.schema_evolution` refuses it), or no schema the store ever had names
+    a wanted column otherwise."""
+    identifiers = set(schema.identifier_field_ids)
+    if all(schema.find_field(name).field_id in identifiers for name in wanted if name != FILE_OFFSET_FIELD.name):
+        return True
+    return schemas is not None and all(_fits(arrow_schema(Schema(*s.fields, FILE_OFFSET_FIELD)), expected) for s in schemas)
+
+
+def _physical_schema(fragment: ds.ParquetFileFragment) -> pa.Schema:
+    fragment.ensure_complete_metadata()  # the footer, kept by the fragment for the scan
+    return fragment.physical_schema
+
+
 def read_change_files(
-    io: FileIO, schema: Schema, paths: Sequence[str], columns: Sequence[str], row_filter: BooleanExpression
+    io: FileIO,
+    schema: Schema,
+    paths: Sequence[str],
+    columns: Sequence[str],
+    row_filter: BooleanExpression,
+    schemas: Sequence[Schema] | None = None,
 ) -> tuple[pa.Table, npt.NDArray[np.int64]]:
     """``columns`` and ``_file_offset`` of the rows of ``paths`` that pass ``row_filter``
-    (bound to ``schema``, the current one), and the index into ``paths`` of each row's file."""
+    (bound to ``schema``, the current one), and the index into ``paths`` of each row's file.
+
+    ``schemas``: every schema the ChangeStore has had (``metadata.schemas``). When none of them
+    names a wanted column differently from ``schema`` (no rename, re-creation or widening of
+    it), every file is read by name without a look at its footer; otherwise, and without
+    ``schemas``, each file's footer decides."""
     file_schema = Schema(*schema.fields, FILE_OFFSET_FIELD)
     output = [*columns, FILE_OFFSET_FIELD.name]
     wanted = _wanted(schema, columns, row_filter)
@@ -94,8 +120,12 @@ def read_change_files(
     filesystem, _ = filesystem_for(io, paths[0])
     local = [filesystem_for(io, path)[1] for path in paths]
     dataset = ds.dataset(local, schema=target, format="parquet", filesystem=filesystem)
+    if _always_fits(schema, wanted, expected, schemas):
+        return _scan(dataset, output, condition, np.arange(len(paths), dtype=np.int64))
     fragments = list(dataset.get_fragments())
-    fit = [_fits(fragment.physical_schema, expected) for fragment in fragments]
+    with ThreadPoolExecutor(max_workers=min(8, len(fragments))) as pool:  # footers, read in parallel
+        physical = list(pool.map(_physical_schema, fragments))
+    fit = [_fits(schema_of_file, expected) for schema_of_file in physical]
     if all(fit):
         return _scan(dataset, output, condition, np.arange(len(paths), dtype=np.int64))
     pieces: list[tuple[pa.Table, npt.NDArray[np.int64]]] = []

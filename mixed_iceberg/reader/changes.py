@@ -127,8 +127,11 @@ class ChangeScan:
             to_sequence=self.to_sequence,
         )
         columns = schema.column_names
-        inserts = read_change_rows(change.io, schema, [r for r in refs if not r.is_delete], columns, AlwaysTrue())
-        deletes = read_change_rows(change.io, schema, [r for r in refs if r.is_delete], columns, AlwaysTrue())
+        history = change.metadata.schemas
+        inserts = read_change_rows(
+            change.io, schema, [r for r in refs if not r.is_delete], columns, AlwaysTrue(), schemas=history
+        )
+        deletes = read_change_rows(change.io, schema, [r for r in refs if r.is_delete], columns, AlwaysTrue(), schemas=history)
         rows = pa.concat_tables([inserts, deletes.select(inserts.column_names)])
         is_data = np.concatenate([np.ones(inserts.num_rows, bool), np.zeros(deletes.num_rows, bool)])
         before = self._states_before(rows, keys) if rows.num_rows else table.arrow_schema().empty_table()

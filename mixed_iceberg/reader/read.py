@@ -35,14 +35,19 @@ def read_change_rows(
     refs: Sequence[ChangeFileRef],
     columns: Sequence[str],
     row_filter: BooleanExpression,
+    *,
+    schemas: Sequence[Schema] | None = None,
 ) -> pa.Table:
-    """``columns`` of every row in ``refs`` that passes ``row_filter``, plus LSN, in ``refs`` order."""
+    """``columns`` of every row in ``refs`` that passes ``row_filter``, plus LSN, in ``refs`` order.
+
+    Columns are resolved by field id. ``schemas`` (the ChangeStore's ``metadata.schemas``)
+    spares a look at the files' footers while no schema named a wanted column otherwise."""
     if not refs:
         file_schema = arrow_schema(Schema(*schema.fields, FILE_OFFSET_FIELD), field_ids=False)
         empty = file_schema.empty_table().select([*columns, FILE_OFFSET_FIELD.name])
         return _tag_change(empty, np.empty(0, np.int64), np.empty(0, np.int64))
     # By field id: files of the current schema in one dataset scan, the others projected.
-    rows, fragment = read_change_files(io, schema, [ref.path for ref in refs], columns, row_filter)
+    rows, fragment = read_change_files(io, schema, [ref.path for ref in refs], columns, row_filter, schemas)
     tx = np.fromiter((ref.transaction_id for ref in refs), dtype=np.int64, count=len(refs))[fragment]
     offsets = rows.column(FILE_OFFSET_FIELD.name).fill_null(0).to_numpy()
     return _tag_change(rows, tx, offsets)

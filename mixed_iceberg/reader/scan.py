@@ -188,7 +188,12 @@ class MixedScan:
         # The tail: every visible change row of the keys the key predicates admit. Value
         # predicates may not prune it (a newer row that fails them still hides an older one).
         inserts = read_change_rows(
-            change.io, schema, [r for r in refs if not r.is_delete], [*needed, *self._filter_only(needed)], self.filter.keys
+            change.io,
+            schema,
+            [r for r in refs if not r.is_delete],
+            [*needed, *self._filter_only(needed)],
+            self.filter.keys,
+            schemas=change.metadata.schemas,
         )
         deletes = read_change_rows(change.io, schema, [r for r in refs if r.is_delete], keys, self.filter.keys)
         if is_maskable(tasks):

@@ -116,6 +116,9 @@ def scan_with_equality_deletes(
         ValueError: ``snapshot_id`` is unknown.
         NotImplementedError: an equality column is nested or no longer in the schema.
     """
+    current = table.metadata.current_snapshot()
+    if current is not None and snapshot_id == current.snapshot_id:
+        snapshot_id = None  # the current state reads with the current schema (pyiceberg: a snapshot's own otherwise)
     scan = table.scan(
         row_filter=row_filter, selected_fields=selected_fields, case_sensitive=case_sensitive, snapshot_id=snapshot_id
     )
