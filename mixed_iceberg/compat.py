@@ -20,11 +20,19 @@ pyiceberg 0.12 also reads a snapshot's manifest list again on every ``Snapshot.m
 immutable files written once under a unique name, so :data:`MANIFEST_LISTS` keeps the manifests
 of the newest lists by path: the ones a commit writes (as the file holds them: sequence numbers
 assigned) and the ones read.
+
+pyiceberg 0.12's Cython Avro decoder reads every ``double`` at single precision
+(``CythonBinaryDecoder.read_double`` is declared ``cpdef float``; fixed by
+apache/iceberg-python#3808, after 0.12). Manifests hold doubles as the partition values of
+identity fields over ``double`` columns: 0.1 read back as 0.10000000149011612, so a filter
+``x = 0.1`` pruned the file that holds the row, and the partition's path (the key of its
+optimized sequence) differed from the one written. ``DoubleReader`` reads the 8 bytes itself.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -35,7 +43,7 @@ from pydantic import BaseModel
 from pydantic_core import to_json
 from pyiceberg import manifest
 from pyiceberg.avro import file as avro_file
-from pyiceberg.avro import resolver
+from pyiceberg.avro import reader, resolver
 from pyiceberg.avro.codecs import AVRO_CODEC_KEY, CODEC_MAPPING_ICEBERG_TO_AVRO
 from pyiceberg.schema import Schema
 from pyiceberg.table import metadata, statistics, update
@@ -63,6 +71,7 @@ def apply() -> None:
                 value.model_rebuild(force=True)
     _memoise_avro()
     _keep_manifest_lists()
+    _full_precision_doubles()
     _applied = True
 
 
@@ -282,3 +291,15 @@ def _keep_manifest_lists() -> None:
     for owner in (manifest, snapshots):
         setattr(owner, "_manifests", kept_manifests)  # noqa: B010  (mypy: a module attribute)
     setattr(manifest.ManifestListWriter, "add_manifests", add_manifests)  # noqa: B010  (mypy: a method)
+
+
+_DOUBLE = struct.Struct("<d")
+
+
+def _full_precision_doubles() -> None:
+    def read_double(self: reader.DoubleReader, decoder: Any) -> float:
+        # pyiceberg 0.12's DoubleReader.read, without the Cython decoder's float narrowing.
+        value: float = _DOUBLE.unpack(decoder.read(8))[0]
+        return value
+
+    setattr(reader.DoubleReader, "read", read_double)  # noqa: B010  (mypy: a method)
