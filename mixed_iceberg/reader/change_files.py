@@ -28,45 +28,12 @@ from pyiceberg.io.pyarrow import ArrowAccessor, ArrowProjectionVisitor, expressi
 from pyiceberg.schema import Schema, prune_columns, visit_with_partner
 
 from mixed_iceberg.reader.data_files import filesystem_for
+from mixed_iceberg.reader.field_ids import fits_by_name, history_fits_by_name
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
 
 __all__ = ["read_change_files"]
 
 _FRAGMENT = "__fragment_index"
-_FIELD_ID = b"PARQUET:field_id"
-_NORMAL = {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
-
-
-def _field_id(field: pa.Field) -> int | None:
-    raw = (field.metadata or {}).get(_FIELD_ID)
-    return int(raw) if raw is not None else None
-
-
-def _shape(field: pa.Field) -> tuple[object, ...]:
-    """Names, field ids and types of ``field`` and its children (large types as their small kin)."""
-    kind = field.type
-    if pa.types.is_struct(kind):
-        return (field.name, _field_id(field), "struct", tuple(_shape(kind.field(i)) for i in range(kind.num_fields)))
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        return (field.name, _field_id(field), "list", _shape(kind.value_field))
-    if pa.types.is_map(kind):
-        return (field.name, _field_id(field), "map", _shape(kind.key_field), _shape(kind.item_field))
-    return (field.name, _field_id(field), str(_NORMAL.get(kind, kind)))
-
-
-def _fits(physical: pa.Schema, expected: Sequence[pa.Field]) -> bool:
-    """Whether reading ``expected`` columns from a file by name gives what reading by id would."""
-    by_name = {f.name: f for f in physical}
-    ids = {_field_id(f) for f in physical}
-    for want in expected:
-        found = by_name.get(want.name)
-        if found is None:
-            if _field_id(want) in ids:  # renamed since: only by id
-                return False
-            continue  # absent under both: nulls either way
-        if _shape(found) != _shape(want):
-            return False
-    return True
 
 
 def _wanted(schema: Schema, columns: Sequence[str], row_filter: BooleanExpression) -> list[str]:
@@ -79,14 +46,15 @@ def _wanted(schema: Schema, columns: Sequence[str], row_filter: BooleanExpressio
 
 
 def _always_fits(schema: Schema, wanted: Sequence[str], expected: Sequence[pa.Field], schemas: Sequence[Schema] | None) -> bool:
-    """Whether every file of the store fits (:func:`_fits`) whatever schema wrote it: the wanted
+    """Whether every file of the store fits (:func:`fits_by_name`) whatever schema wrote it: the wanted
     columns are primary-key columns, which never change name, id or type (the schema evolution
     of :mod:`mixed_iceberg.schema_evolution` refuses it), or no schema the store ever had names
     a wanted column otherwise."""
     identifiers = set(schema.identifier_field_ids)
     if all(schema.find_field(name).field_id in identifiers for name in wanted if name != FILE_OFFSET_FIELD.name):
         return True
-    return schemas is not None and all(_fits(arrow_schema(Schema(*s.fields, FILE_OFFSET_FIELD)), expected) for s in schemas)
+    offset = arrow_schema(Schema(FILE_OFFSET_FIELD)).field(0)
+    return schemas is not None and history_fits_by_name(schemas, expected, (offset,))
 
 
 def _physical_schema(fragment: ds.ParquetFileFragment) -> pa.Schema:
@@ -125,7 +93,7 @@ def read_change_files(
     fragments = list(dataset.get_fragments())
     with ThreadPoolExecutor(max_workers=min(8, len(fragments))) as pool:  # footers, read in parallel
         physical = list(pool.map(_physical_schema, fragments))
-    fit = [_fits(schema_of_file, expected) for schema_of_file in physical]
+    fit = [fits_by_name(schema_of_file, expected) for schema_of_file in physical]
     if all(fit):
         return _scan(dataset, output, condition, np.arange(len(paths), dtype=np.int64))
     pieces: list[tuple[pa.Table, npt.NDArray[np.int64]]] = []

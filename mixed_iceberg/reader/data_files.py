@@ -6,8 +6,9 @@ positions that tripled the read (0.2 s -> 0.56 s). Here all files are read in on
 multi-threaded pyarrow dataset scan: files without deletes with the row filter pushed down,
 files with position deletes whole (so rows keep their file positions). Deleted positions
 and the row filter become one mask that the caller applies in one pass, possibly together
-with the merge's own drops. A table whose schema changed goes through pyiceberg's
-``ArrowScan``, which maps columns by field id. Equality deletes are not this module's job: a
+with the merge's own drops. Columns are read by name only while no schema of the table ever
+named them otherwise (:mod:`mixed_iceberg.reader.field_ids`); else pyiceberg's ``ArrowScan``
+maps them by field id. Equality deletes are not this module's job: a
 task that has any is left to pyiceberg whole.
 """
 
@@ -31,6 +32,7 @@ from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.table import FileScanTask, Table
 
 from mixed_iceberg.exceptions import CorruptTableError
+from mixed_iceberg.reader.field_ids import history_fits_by_name
 from mixed_iceberg.reader.merge import keep_rows
 from mixed_iceberg.store.delete_files import referenced_data_file
 
@@ -179,7 +181,7 @@ def _read_filtered(
     store: Table, tasks: Sequence[FileScanTask], schema: Schema, condition: pc.Expression, row_filter: BooleanExpression
 ) -> tuple[pa.Table, npt.NDArray[np.int64]]:
     """Rows of delete-free ``tasks`` matching the filter, and the index of each row's task."""
-    if _single_schema(store, tasks):
+    if _by_name(store, tasks, schema):
         filesystem, _ = filesystem_for(store.io, tasks[0].file.file_path)
         local = [filesystem_for(store.io, t.file.file_path)[1] for t in tasks]
         target = schema_to_pyarrow(schema, include_field_ids=False)
@@ -244,11 +246,11 @@ def read_unmasked(
 def _read_whole(store: Table, tasks: Sequence[FileScanTask], projected: Schema) -> pa.Table:
     """Every row of every task's file, in task order.
 
-    A table that never changed its schema has every file's columns named as in that schema,
-    so one multi-threaded pyarrow dataset scan reads them (about 20 % less CPU than
-    pyiceberg's per-file projection); otherwise pyiceberg maps columns by field id.
+    While no schema of the table named the projected columns otherwise, every file names them
+    as the current schema does, so one multi-threaded pyarrow dataset scan reads them (about
+    20 % less CPU than pyiceberg's per-file projection); otherwise pyiceberg maps them by id.
     """
-    if _single_schema(store, tasks):
+    if _by_name(store, tasks, projected):
         filesystem, _ = filesystem_for(store.io, tasks[0].file.file_path)
         local = [filesystem_for(store.io, t.file.file_path)[1] for t in tasks]
         target = schema_to_pyarrow(projected, include_field_ids=False)
@@ -256,6 +258,11 @@ def _read_whole(store: Table, tasks: Sequence[FileScanTask], projected: Schema) 
     return ArrowScan(store.metadata, store.io, projected, AlwaysTrue()).to_table([FileScanTask(t.file) for t in tasks])
 
 
-def _single_schema(store: Table, tasks: Sequence[FileScanTask]) -> bool:
-    """Whether every file names its columns as the current schema does (Parquet, schema never changed)."""
-    return len(store.metadata.schemas) == 1 and all(t.file.file_format == FileFormat.PARQUET for t in tasks)
+def _by_name(store: Table, tasks: Sequence[FileScanTask], projected: Schema) -> bool:
+    """Whether every file names the ``projected`` columns as the current schema does: Parquet
+    files, and no schema the store ever had names one of them otherwise (a rename, a drop and
+    re-add of the name, a widening); see :mod:`mixed_iceberg.reader.field_ids`."""
+    if not all(t.file.file_format == FileFormat.PARQUET for t in tasks):
+        return False
+    schemas = store.metadata.schemas
+    return len(schemas) == 1 or history_fits_by_name(schemas, list(schema_to_pyarrow(projected, include_field_ids=True)))

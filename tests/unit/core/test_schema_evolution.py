@@ -260,3 +260,22 @@ def test_the_ingest_job_parses_with_a_schema_committed_while_it_runs(table: Mixe
     # A restarted job builds its parser from the loaded table: the new schema.
     restarted = local_catalog(tmp_path).load_table("db.orders")
     assert "note" in restarted.arrow_schema().names
+
+
+@pytest.mark.parametrize("filtered", [False, True], ids=["whole", "filtered"])
+def test_base_files_written_before_a_change_read_by_field_id(table: MixedTable, filtered: bool) -> None:
+    with table.new_transaction() as txn:
+        txn.write(changes([("+I", 1, "a", 1, 1.0), ("+I", 2, "b", 2, 2.0)]))
+    table.optimizing.run("full")  # the rows now sit in base files of the first schema
+    with table.update_schema() as update:
+        update.rename_column("cat", "category")
+        update.delete_column("price")
+    with table.update_schema() as update:
+        update.add_column("price", DoubleType())
+        update.rename_column("qty", "cat")  # the old name of another column
+    row_filter = "cat = 2 or category = 'a'" if filtered else None
+    expected = [{"id": 1, "category": "a", "cat": 1, "price": None}, {"id": 2, "category": "b", "cat": 2, "price": None}]
+    assert _rows(table, row_filter) == expected
+    _write(table, {"id": [2], "category": ["B"], "cat": [20], "price": [2.5]}, ["+U"])  # a tail over the base
+    expected[1] = {"id": 2, "category": "B", "cat": 20, "price": 2.5}
+    assert _rows(table, "category = 'a' or cat = 20" if filtered else None) == expected
