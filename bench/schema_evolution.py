@@ -1,0 +1,117 @@
+"""What a schema change costs merged reads: before it, after an added column, after a rename.
+
+```
+.venv/bin/python bench/schema_evolution.py --quick    # about 10 s
+.venv/bin/python bench/schema_evolution.py            # 2,000,000 base rows, 40 change commits
+```
+
+One keyed table (``id`` key, ``qty``, ``price``, ``name``): a bulk load into the BaseStore, then
+``--commits`` ChangeStore commits of upserts left unmerged. ``table.scan().to_arrow()`` is timed
+(median of ``--repeat``) in three states: the first schema; after ``add_column`` (no file has
+the new column: every file still reads by name, from the schema history alone); after
+``rename_column("name", "label")`` (every file was written under the old name: change files are
+projected by field id one by one, base files read through pyiceberg's ``ArrowScan``). The
+reference, in the same run: pyarrow's dataset read of the same Parquet files (no merge). Each
+merged read is checked against the first one (same rows, the renamed column's values under its
+new name). Figures go to stdout as a Markdown table and to ``bench/results/schema_evolution.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as ds
+from pyiceberg.types import LongType
+
+from mixed_iceberg import MixedTable, load_catalog
+from mixed_iceberg.store.entries import live_files
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _timed(run: Callable[[], pa.Table], repeat: int) -> tuple[float, pa.Table]:
+    times, result = [], None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = run()
+        times.append(time.perf_counter() - started)
+    assert result is not None
+    return statistics.median(times), result
+
+
+def _physical(table: MixedTable) -> pa.Table:
+    paths = []
+    for store in (table.base_store, table.change_store):
+        assert store is not None
+        snapshot = store.current_snapshot()
+        if snapshot is not None:
+            paths += [f.data_file.file_path.removeprefix("file://") for f in live_files(store, snapshot)]
+    return ds.dataset(paths, format="parquet").to_table()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="200,000 base rows, 10 commits")
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--commits", type=int, default=40)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    rows, commits = (200_000, 10) if args.quick else (args.rows, args.commits)
+    rng = np.random.default_rng(7)
+    root = Path(tempfile.mkdtemp())
+    catalog = load_catalog("local", uri=f"sqlite:///{root}/catalog.db", warehouse=str(root / "wh"))
+    schema = pa.schema(
+        [pa.field("id", pa.int64(), nullable=False), ("qty", pa.int32()), ("price", pa.float64()), ("name", pa.string())]
+    )
+    table = catalog.create_table("bench.orders", schema, primary_key=["id"])
+
+    def batch(ids: np.ndarray) -> dict[str, pa.Array]:
+        return {
+            "id": pa.array(ids, pa.int64()),
+            "qty": pa.array(rng.integers(0, 1000, len(ids)), pa.int32()),
+            "price": pa.array(rng.random(len(ids))),
+            "name": pa.array([f"n{i % 997}" for i in ids], pa.string()),
+        }
+
+    print(f"bulk load {rows} rows, {commits} commits", file=sys.stderr)
+    table.bulk_load(pa.table(batch(np.arange(rows))))
+    per_commit = max(1, rows // 200)
+    for n in range(commits):
+        ids = rng.choice(rows, per_commit, replace=False)
+        data = batch(ids)
+        with table.new_transaction(("bench", n)) as txn:
+            txn.write(pa.table({**data, "_change_action": pa.array(["+I"] * len(ids))}))
+    figures: dict[str, float] = {}
+    figures["pyarrow dataset read (reference)"], _ = _timed(lambda: _physical(table), args.repeat)
+    figures["merged scan, first schema"], first = _timed(lambda: table.scan().to_arrow(), args.repeat)
+    with table.update_schema() as update:
+        update.add_column("score", LongType())
+    figures["merged scan, after add_column"], added = _timed(lambda: table.scan().to_arrow(), args.repeat)
+    with table.update_schema() as update:
+        update.rename_column("name", "label")
+    figures["merged scan, after rename_column"], renamed = _timed(lambda: table.scan().to_arrow(), args.repeat)
+    expected = first.sort_by("id")
+    assert added.sort_by("id").select(expected.column_names).equals(expected)
+    assert added.column("score").null_count == added.num_rows
+    got = renamed.sort_by("id").select(["id", "qty", "price", "label"]).rename_columns(expected.column_names)
+    assert got.equals(expected), "the renamed column's values changed"
+    reference = figures["pyarrow dataset read (reference)"]
+    print(f"| read ({first.num_rows} rows) | median s | x reference |\n|---|---|---|")
+    for name, seconds in figures.items():
+        print(f"| {name} | {seconds:.3f} | {seconds / reference:.1f} |")
+    RESULTS.mkdir(exist_ok=True)
+    out = {"rows": rows, "commits": commits, "seconds": figures, "time": time.time()}
+    (RESULTS / "schema_evolution.json").write_text(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
