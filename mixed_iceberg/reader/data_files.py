@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -188,7 +189,10 @@ def _read_filtered(
         dataset = ds.dataset(local, schema=target, format="parquet", filesystem=filesystem)
         rows = dataset.to_table(columns=[*target.names, _FRAGMENT], filter=condition)
         return rows.drop_columns([_FRAGMENT]), rows.column(_FRAGMENT).to_numpy().astype(np.int64)
-    tables = [ArrowScan(store.metadata, store.io, schema, row_filter).to_table([task]) for task in tasks]
+    scan = ArrowScan(store.metadata, store.io, schema, row_filter)
+    # One file per call (rows must be told apart by file), a few files at a time.
+    with ThreadPoolExecutor(max_workers=min(4, len(tasks))) as pool:
+        tables = list(pool.map(lambda task: scan.to_table([task]), tasks))
     index = np.repeat(np.arange(len(tasks), dtype=np.int64), [t.num_rows for t in tables])
     return pa.concat_tables(tables, promote_options="permissive"), index
 
