@@ -81,7 +81,6 @@ class MixedSchemaUpdate:
         self._calls: list[Callable[[UpdateSchema], Any]] = []
         self._txn, self._update = self._open()
         self._keys = set(table.primary_key)
-        self.committed = False
 
     def _open(self) -> tuple[Transaction, UpdateSchema]:
         txn = self._table.base_store.transaction()
@@ -224,7 +223,6 @@ class MixedSchemaUpdate:
                 continue
             log.info("%s: BaseStore schema %d -> %d", table.name, before.schema_id, base.schema().schema_id)
             break
-        self.committed = True
         complete_schema_change(table)
 
     def __enter__(self) -> MixedSchemaUpdate:
