@@ -389,6 +389,31 @@ OPT_MIN_PLAN_INTERVAL = _declare(
     )
 )
 OPT_FILTER = _declare(Option("self-optimizing.filter", _str, "", "SQL-like predicate limiting optimizing to some partitions."))
+# -- merge engines (Paimon's names; checked against the schema by reader/engines.py) -----------------
+MERGE_ENGINE = _declare(
+    Option(
+        "merge-engine",
+        _str,
+        "deduplicate",
+        "What a key's rows make of it: deduplicate (latest row), partial-update (non-null fields of later rows "
+        "update the row), aggregation (fields.<col>.aggregate-function per column), first-row (first row kept). "
+        "Fixed at create.",
+        lambda v: v.strip().lower() in ("deduplicate", "partial-update", "aggregation", "first-row"),
+        "deduplicate, partial-update, aggregation or first-row",
+    )
+)
+SEQUENCE_FIELD = _declare(
+    Option(
+        "sequence.field",
+        _str,
+        "",
+        "A column that orders a key's changes before their arrival (an updated_at), for sources that deliver "
+        "out of order. Fixed at create.",
+    )
+)
+IGNORE_DELETE = _declare(
+    Option("ignore-delete", _bool, False, "Drop -D and -U rows (and aggregation's retractions). Fixed at create.")
+)
 # -- maintenance --------------------------------------------------------------------------------
 EXPIRE_ENABLED = _declare(Option("table-expire.enabled", _bool, True, "Expire old snapshots."))
 SNAPSHOT_KEEP_DURATION = _declare(
@@ -434,6 +459,7 @@ OWNED_PREFIXES = (
 )
 #: Namespaces owned by Iceberg or engines; passed through untouched.
 PASSTHROUGH_PREFIXES = (
+    "fields.",  # fields.<column>.aggregate-function and friends: checked against the schema at create
     "write.",
     "read.",
     "commit.",

@@ -23,6 +23,7 @@ from mixed_iceberg.changestore.writer import WriterIdentity
 from mixed_iceberg.exceptions import NotKeyedTableError
 from mixed_iceberg.options import TableOptions
 from mixed_iceberg.reader.changes import ChangeScan
+from mixed_iceberg.reader.engines import MergeConfig
 from mixed_iceberg.reader.scan import MixedScan
 from mixed_iceberg.schema import arrow_schema
 from mixed_iceberg.schema_evolution import MixedSchemaUpdate, complete_schema_change
@@ -74,6 +75,12 @@ class MixedTable:
     def properties(self) -> dict[str, str]:
         """Table properties (the BaseStore's, as in Amoro)."""
         return dict(self.base_store.properties)
+
+    @property
+    def merge_config(self) -> MergeConfig:
+        """The table's merge engine and its options (``merge-engine``, ``sequence.field``, ...)."""
+        columns = {f.name: f.type for f in self.arrow_schema()}
+        return MergeConfig.from_properties(self.base_store.properties, columns, self.primary_key, self.name)
 
     def schema(self) -> Schema:
         """The Iceberg schema, shared by both stores."""

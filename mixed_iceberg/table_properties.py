@@ -27,8 +27,10 @@ __all__ = ["optimizing_filter", "update_properties", "validate_table_properties"
 
 log = logging.getLogger(__name__)
 
-#: Keys fixed at create that no property change may set or remove (besides the reserved ones).
-FIXED_KEYS = ("format-version",)
+#: Keys fixed at create that no property change may set or remove (besides the reserved ones):
+#: a new merge engine would read the rows already stored differently.
+FIXED_KEYS = ("format-version", "merge-engine", "sequence.field", "ignore-delete")
+FIXED_PREFIXES = ("fields.",)
 
 
 def optimizing_filter(properties: Mapping[str, str], schema: Schema, table: str) -> BooleanExpression | None:
@@ -76,7 +78,7 @@ def update_properties(table: MixedTable, updates: Mapping[str, str] | None, remo
     both = sorted(set(sets) & set(drops))
     if both:
         raise PropertyError(f"table {table.name}: expected each key either set or removed, found {both} in both")
-    fixed = [key for key in (*sets, *drops) if key in FIXED_KEYS]
+    fixed = [key for key in (*sets, *drops) if key in FIXED_KEYS or key.startswith(FIXED_PREFIXES)]
     if fixed:
         raise PropertyError(f"table {table.name}: properties {fixed} are fixed when the table is created and cannot change")
     validate_table_properties(sets, table.schema(), table.name)

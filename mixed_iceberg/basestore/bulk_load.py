@@ -27,7 +27,8 @@ from mixed_iceberg.basestore.optimized_sequence import (
 )
 from mixed_iceberg.changestore.batch import ACTION_COLUMN
 from mixed_iceberg.exceptions import MissingKeyError
-from mixed_iceberg.reader.merge import key_codes
+from mixed_iceberg.reader.engines import merge_by_engine
+from mixed_iceberg.reader.merge import LSN, key_codes
 from mixed_iceberg.schema import arrow_schema, conform
 from mixed_iceberg.store.commit import CommitOutcome, Stager, commit_files, last_committed_sequence
 from mixed_iceberg.store.entries import live_files
@@ -61,7 +62,7 @@ def bulk_load(
     base = table.base_store
     change = table.change_store
     if table.is_keyed and rows.num_rows:
-        rows = _last_per_key(rows, table.primary_key)
+        rows = _one_per_key(table, rows)
     if commit_id is not None and _already_committed(table, commit_id):
         return CommitOutcome(None, True, 0, 0, 0.0)
     if table.is_keyed and not overwrite and _holds_rows(table):
@@ -97,9 +98,17 @@ def bulk_load(
     )
 
 
-def _last_per_key(rows: pa.Table, primary_key: tuple[str, ...]) -> pa.Table:
-    """``rows`` without the earlier rows of a repeated key (input order kept)."""
-    codes, count = key_codes([rows.column(k) for k in primary_key])
+def _one_per_key(table: MixedTable, rows: pa.Table) -> pa.Table:
+    """One row per key: the batch read as +I rows in order, merged by the table's merge engine
+    (by default the last row of a repeated key, input order kept)."""
+    config = table.merge_config
+    if not config.is_default:
+        offsets = np.arange(1, rows.num_rows + 1, dtype=np.int64)
+        inserts = rows.append_column(LSN, pa.array(offsets))
+        empty = rows.slice(0, 0).append_column(LSN, pa.array([], pa.int64()))
+        _, merged = merge_by_engine(config, table.primary_key, [], inserts, empty, LSN)
+        return merged.select(rows.column_names)
+    codes, count = key_codes([rows.column(k) for k in table.primary_key])
     if count == rows.num_rows:
         return rows
     last = np.full(count, -1, dtype=np.int64)

@@ -31,7 +31,8 @@ from mixed_iceberg.catalog.markers import (
 )
 from mixed_iceberg.catalog.partitioning import partition_spec
 from mixed_iceberg.exceptions import ConfigError, CorruptTableError, NoSuchTableError, TableExistsError
-from mixed_iceberg.schema import keyed_iceberg_schema
+from mixed_iceberg.reader.engines import validate_merge_properties
+from mixed_iceberg.schema import arrow_schema, keyed_iceberg_schema
 from mixed_iceberg.schema_evolution import complete_schema_change
 from mixed_iceberg.table import MixedTable
 from mixed_iceberg.table_properties import validate_table_properties
@@ -91,6 +92,8 @@ class MixedCatalog:
             raise ConfigError(f"{identifier}: a primary key needs table_format MIXED_ICEBERG, found {table_format.value}")
         iceberg_schema = keyed_iceberg_schema(schema, keys, table=identifier)
         validate_table_properties(user, iceberg_schema, identifier)
+        columns = {f.name: f.type for f in arrow_schema(iceberg_schema, field_ids=False)}
+        validate_merge_properties(user, columns, keys, identifier)
         spec = partition_spec(partition_by, iceberg_schema)
         if self.iceberg.table_exists(identifier):
             raise TableExistsError(f"table {identifier} already exists")

@@ -9,7 +9,7 @@ what to remove, and :mod:`mixed_iceberg.optimizing.commit` commits all tasks at 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -31,8 +31,9 @@ from mixed_iceberg.changestore.writer import WriterIdentity
 from mixed_iceberg.exceptions import CorruptTableError
 from mixed_iceberg.format import parse_change
 from mixed_iceberg.optimizing.collect import CollectedTable
-from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, RewriteTask
+from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, OptimizingType, RewriteTask
 from mixed_iceberg.reader.data_files import deleted_positions
+from mixed_iceberg.reader.engines import MergeConfig, merge_by_engine
 from mixed_iceberg.reader.merge import LSN, KeyedRows, keep_rows, latest_by_key
 from mixed_iceberg.reader.plan import ChangeFileRef
 from mixed_iceberg.reader.read import base_lsn, filesystem_for, read_base_rows, read_change_rows
@@ -109,6 +110,52 @@ def _segment_keys(base: Table, segments: Sequence[BaseFile], keys: list[str]) ->
     return rows
 
 
+def _alive_rows(
+    base: Table, segments: Sequence[BaseFile], columns: list[str], deleted: Mapping[str, npt.NDArray[np.int64]]
+) -> tuple[pa.Table, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``columns`` of the rows of ``segments`` no position delete removed, their positions across
+    all segments (file order), and each segment's row count."""
+    found = _segment_keys(base, segments, columns)
+    counts = np.fromiter((s.records for s in segments), dtype=np.int64, count=len(segments))
+    dead = np.concatenate(
+        [
+            deleted.get(s.path, np.empty(0, np.int64)) + start
+            for s, start in zip(segments, np.cumsum(counts) - counts, strict=True)
+        ]
+    )
+    is_alive = np.ones(found.num_rows, dtype=bool)
+    is_alive[dead[(dead >= 0) & (dead < found.num_rows)]] = False
+    alive = np.flatnonzero(is_alive)
+    return found.take(pa.array(alive)), alive, counts
+
+
+def _merge_by_engine(
+    table: MixedTable,
+    config: MergeConfig,
+    data: pa.Table,
+    inserts: pa.Table,
+    deletes: pa.Table,
+    segments: Sequence[BaseFile],
+    deleted: Mapping[str, npt.NDArray[np.int64]],
+) -> tuple[pa.Table, list[npt.NDArray[np.int64]]]:
+    """Rows to write and per-segment positions to delete under a merge engine other than plain
+    deduplication: a touched key's merged row is written anew, so every segment row of a touched
+    key is retired."""
+    keys = list(table.primary_key)
+    columns = [c for c in data.column_names if c != LSN]
+    settled = [data]
+    alive = np.empty(0, np.int64)
+    counts = np.zeros(0, np.int64)
+    if segments:
+        rows, alive, counts = _alive_rows(table.base_store, segments, columns, deleted)
+        lsn = np.repeat(base_lsn([s.transaction_id for s in segments]), counts)[alive]
+        settled.append(rows.append_column(LSN, pa.array(lsn)))
+    masks, merged = merge_by_engine(config, keys, settled, inserts.select(data.column_names), deletes, LSN)
+    survivors = pa.concat_tables([keep_rows(data, masks[0]).drop_columns([LSN]), merged.select(columns)])
+    kills = _per_segment(alive[~masks[1]], counts) if segments else []
+    return survivors, kills
+
+
 def _markers(io: FileIO, schema: Schema, refs: Sequence[ChangeFileRef], keys: list[str]) -> list[KeyedRows]:
     """Keys and LSNs of the rows of ``refs`` (data rows of ``I`` files, deletes of ``ED`` files)."""
     markers = []
@@ -166,25 +213,24 @@ def execute_task(
                 io, schema, [r for r in refs if not r.is_delete], schema.column_names, AlwaysTrue(), schemas=history
             )
             deletes = read_change_rows(io, schema, [r for r in refs if r.is_delete], keys, AlwaysTrue())
-        if inserts is not None and deletes is not None:
+        config = table.merge_config
+        if inserts is not None and deletes is not None and not config.is_default:
+            output.rows_in = data.num_rows + inserts.num_rows + deletes.num_rows
+            if config.needs_delete_values or config.sequence_field:
+                assert table.change_store is not None
+                wanted = schema.column_names if config.needs_delete_values else [*keys, str(config.sequence_field)]
+                deletes = read_change_rows(table.change_store.io, schema, [r for r in refs if r.is_delete], wanted, AlwaysTrue())
+            survivors, kills = _merge_by_engine(table, config, data, inserts, deletes, segments, earlier_by_path)
+        elif inserts is not None and deletes is not None:
             output.rows_in = data.num_rows + inserts.num_rows + deletes.num_rows
             settled = [KeyedRows.of([data.column(k) for k in keys], data.column(LSN).to_numpy(), True)]
             alive = np.empty(0, np.int64)
-            counts = np.fromiter((s.records for s in segments), dtype=np.int64, count=len(segments))
+            counts = np.zeros(0, np.int64)
             if segments:
                 # Segment rows of the tail's keys compete too: a newer change row retires them.
-                found = _segment_keys(base, segments, keys)
-                dead = np.concatenate(
-                    [
-                        earlier_by_path.get(s.path, np.empty(0, np.int64)) + start
-                        for s, start in zip(segments, np.cumsum(counts) - counts, strict=True)
-                    ]
-                )
-                is_alive = np.ones(found.num_rows, dtype=bool)
-                is_alive[dead[(dead >= 0) & (dead < found.num_rows)]] = False
-                alive = np.flatnonzero(is_alive)
+                found, alive, counts = _alive_rows(base, segments, keys, earlier_by_path)
                 lsn = np.repeat(base_lsn([s.transaction_id for s in segments]), counts)[alive]
-                settled.append(KeyedRows.of([found.column(k).take(pa.array(alive)) for k in keys], lsn, True))
+                settled.append(KeyedRows.of([found.column(k) for k in keys], lsn, True))
             (data_keep, *segment_keep), (insert_keep, _, *_) = latest_by_key(
                 settled,
                 [
@@ -285,15 +331,22 @@ def execute_unit(
     task (for the optimized sequence of their partition)."""
     if not tasks:
         return []
-    rewritten = {f.path for t in tasks for f in t.rewrite}
+    kind = max((t.type for t in tasks), key=lambda t: t.rank)
+    rewrite = [f for t in tasks for f in t.rewrite]
+    if kind is OptimizingType.FULL and any(t.change for t in tasks):
+        # The merge may retire rows in any partition: full leaves no position delete behind,
+        # so every base file is rewritten (a partition's own plan skips a lone clean file).
+        planned = {f.path for f in rewrite}
+        rewrite += [f for part in collected.partitions for f in part.base if f.path not in planned]
+    rewritten = {f.path for f in rewrite}
     if any(t.change for t in tasks):
         segments = tuple(f for part in collected.partitions for f in part.base if f.path not in rewritten)
     else:
         segments = tuple({f.path: f for t in tasks for f in t.segments}.values())
     unit = RewriteTask(
         partition=tasks[0].partition,
-        type=max((t.type for t in tasks), key=lambda t: t.rank),
-        rewrite=tuple(f for t in tasks for f in t.rewrite),
+        type=kind,
+        rewrite=tuple(rewrite),
         segments=segments,
         change=tuple(c for t in tasks for c in t.change),
         from_sequence=0,

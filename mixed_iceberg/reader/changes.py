@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression, In, Reference
 from pyiceberg.table.snapshots import Snapshot
 
 from mixed_iceberg.exceptions import NoSuchTableError, NotKeyedTableError
+from mixed_iceberg.reader.engines import MergeConfig, scan_states
 from mixed_iceberg.reader.merge import LSN, key_codes
 from mixed_iceberg.reader.plan import PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import read_change_rows
@@ -30,7 +32,7 @@ from mixed_iceberg.store.entries import live_files
 if TYPE_CHECKING:
     from mixed_iceberg.table import MixedTable
 
-__all__ = ["ChangeScan", "derive_actions"]
+__all__ = ["ChangeScan", "derive_actions", "derive_engine_actions"]
 
 ACTION = "_change_action"
 _ORDER = "__order"
@@ -86,6 +88,64 @@ def derive_actions(changes: pa.Table, is_data: npt.NDArray[np.bool_], before: pa
     )
 
 
+def derive_engine_actions(
+    config: MergeConfig, changes: pa.Table, is_data: npt.NDArray[np.bool_], before: pa.Table, keys: list[str]
+) -> pa.Table:
+    """:func:`derive_actions` under a merge engine: a row's effect is the change of its key's
+    merged state (a first-row key ignores later inserts, a partial update shows the merged row).
+    Rows that leave the state as it was emit nothing (a late row that ``sequence.field`` ranks
+    below the key's row, say)."""
+    columns = [c for c in changes.column_names if c != LSN]
+    n_before = before.num_rows
+    rows = pa.concat_tables([before.select(columns), changes.select(columns)], promote_options="permissive")
+    codes, _ = key_codes([rows.column(k) for k in keys])
+    lsn = np.concatenate([np.zeros(n_before, np.int64), changes.column(LSN).to_numpy()])
+    data = np.concatenate([np.ones(n_before, bool), is_data])
+    is_base = np.concatenate([np.ones(n_before, bool), np.zeros(changes.num_rows, bool)])
+    scanned = scan_states(config, rows, keys, codes, lsn, data, is_base)
+    n = len(scanned.order)
+    first = np.ones(n, dtype=bool)
+    first[1:] = scanned.codes[1:] != scanned.codes[:-1]
+    base_at = is_base[scanned.order]
+    step = np.flatnonzero(~base_at)
+    prev_at = step - 1
+    prev_exists = ~first[step] & scanned.exists[np.maximum(prev_at, 0)]
+    cur_at, cur_exists = step, scanned.exists[step]
+    row_lsn = lsn[scanned.order][step]
+    same = _equal_rows(scanned.states, prev_at, cur_at)
+    parts = [
+        (prev_at, prev_exists & cur_exists & ~same, "-U", 0),
+        (cur_at, prev_exists & cur_exists & ~same, "+U", 1),
+        (cur_at, ~prev_exists & cur_exists, "+I", 1),
+        (prev_at, prev_exists & ~cur_exists, "-D", 0),
+    ]
+    take = np.concatenate([at[mask] for at, mask, _, _ in parts])
+    out_lsn = np.concatenate([row_lsn[mask] for _, mask, _, _ in parts])
+    rank = np.concatenate([np.full(int(mask.sum()), r, np.int8) for _, mask, _, r in parts])
+    labels = np.concatenate([np.full(int(mask.sum()), label) for _, mask, label, _ in parts])
+    in_order = np.lexsort((rank, out_lsn))
+    out = scanned.states.take(pa.array(take[in_order]))
+    out = out.append_column(ACTION, pa.array(labels[in_order], pa.string()))
+    out_lsn = out_lsn[in_order]
+    return out.append_column("_transaction_id", pa.array(out_lsn >> 32)).append_column(
+        "_file_offset", pa.array(out_lsn & 0xFFFFFFFF)
+    )
+
+
+def _equal_rows(states: pa.Table, left: npt.NDArray[np.int64], right: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Whether the states at ``left`` and ``right`` are equal in every column (nulls equal)."""
+    same = np.ones(len(left), dtype=bool)
+    if len(left) == 0:
+        return same
+    a = states.take(pa.array(np.maximum(left, 0)))
+    b = states.take(pa.array(np.maximum(right, 0)))
+    for name in states.column_names:
+        x, y = a.column(name), b.column(name)
+        equal = pc.or_kleene(pc.equal(x, y), pc.and_(pc.is_null(x), pc.is_null(y)))
+        same &= np.asarray(pc.fill_null(equal, False).to_numpy(zero_copy_only=False), dtype=bool)
+    return same
+
+
 def _empty(changes: pa.Table, columns: list[str]) -> pa.Table:
     out = changes.select(columns).slice(0, 0).append_column(ACTION, pa.array([], pa.string()))
     return out.append_column("_transaction_id", pa.array([], pa.int64())).append_column("_file_offset", pa.array([], pa.int64()))
@@ -135,6 +195,9 @@ class ChangeScan:
         rows = pa.concat_tables([inserts, deletes.select(inserts.column_names)])
         is_data = np.concatenate([np.ones(inserts.num_rows, bool), np.zeros(deletes.num_rows, bool)])
         before = self._states_before(rows, keys) if rows.num_rows else table.arrow_schema().empty_table()
+        config = table.merge_config
+        if not config.is_default and rows.num_rows:
+            return derive_engine_actions(config, rows, is_data, before, keys)
         return derive_actions(rows, is_data, before, keys)
 
     def _states_before(self, rows: pa.Table, keys: list[str]) -> pa.Table:

@@ -26,6 +26,7 @@ from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
 from mixed_iceberg.exceptions import NoSuchTableError, SnapshotExpiredError
 from mixed_iceberg.format import parse_base
 from mixed_iceberg.reader.data_files import read_positional
+from mixed_iceberg.reader.engines import MergeConfig, merge_by_engine
 from mixed_iceberg.reader.filters import split_filter
 from mixed_iceberg.reader.merge import LSN, KeyedRows, keep_rows, latest_by_key
 from mixed_iceberg.reader.plan import ChangeFileRef, PartitionIndex, plan_change_files
@@ -185,6 +186,9 @@ class MixedScan:
         refs = self._change_refs() if self.change_snapshot is not None else []
         if not refs:
             return read_base_rows(base, tasks, transaction_ids, projected, self.filter.full, tagged=False).select(output)
+        config = table.merge_config
+        if not config.is_default:
+            return self._merged_by_engine(config, refs, output, needed)
         # The tail: every visible change row of the keys the key predicates admit. Value
         # predicates may not prune it (a newer row that fails them still hides an older one).
         inserts = read_change_rows(
@@ -220,6 +224,35 @@ class MixedScan:
         merged = [keep_rows(data.select(needed), base_keep), keep_rows(inserts.select(needed), insert_keep)]
         return pa.concat_tables(merged, promote_options="permissive").select(output)
 
+    def _merged_by_engine(
+        self, config: MergeConfig, refs: Sequence[ChangeFileRef], output: list[str], needed: list[str]
+    ) -> pa.Table:
+        """The merged view under a merge engine other than plain deduplication: a key's result
+        may depend on all its rows, so every row of the keys the key predicates admit is read,
+        and value predicates apply to the merged rows."""
+        table = self.table
+        schema = table.schema()
+        keys = list(table.primary_key)
+        change = table.change_store
+        assert change is not None
+        extra = [config.sequence_field] if config.sequence_field and config.sequence_field not in needed else []
+        columns = [n for n in schema.column_names if n in {*needed, *extra, *self._filter_only(needed)}]
+        tasks = self._base_tasks(self.filter.keys)
+        transaction_ids = [parse_base(t.file.file_path).transaction_id for t in tasks]
+        projected = schema.select(*columns, case_sensitive=self.case_sensitive)
+        data = read_base_rows(table.base_store, tasks, transaction_ids, projected, self.filter.keys)
+        inserts = read_change_rows(
+            change.io, schema, [r for r in refs if not r.is_delete], columns, self.filter.keys, schemas=change.metadata.schemas
+        )
+        sequence = [config.sequence_field] if config.sequence_field else []
+        delete_columns = columns if config.needs_delete_values else list(dict.fromkeys([*keys, *sequence]))
+        deletes = read_change_rows(
+            change.io, schema, [r for r in refs if r.is_delete], delete_columns, self.filter.keys, schemas=change.metadata.schemas
+        )
+        (untouched,), merged = merge_by_engine(config, keys, [data.select([*columns, LSN])], inserts, deletes, LSN)
+        rows = pa.concat_tables([keep_rows(data.select(columns), untouched), merged.select(columns)])
+        return keep_rows(rows, self._matches(rows, schema)).select(output)
+
     def _base_tasks(self, row_filter: BooleanExpression) -> list[FileScanTask]:
         if self.base_snapshot is None:
             return []
@@ -239,7 +272,11 @@ class MixedScan:
         if isinstance(self.filter.full, AlwaysTrue) or rows.num_rows == 0:
             return np.ones(rows.num_rows, dtype=bool)
         condition = expression_to_pyarrow(bind(schema, self.filter.full, case_sensitive=self.case_sensitive), schema)
-        match = ds.dataset(rows.drop_columns([LSN])).to_table(columns={"m": condition}).column("m")
+        match = (
+            ds.dataset(rows.drop_columns([c for c in (LSN,) if c in rows.column_names]))
+            .to_table(columns={"m": condition})
+            .column("m")
+        )
         matched: npt.NDArray[np.bool_] = pc.fill_null(match, False).to_numpy(zero_copy_only=False)
         return matched
 

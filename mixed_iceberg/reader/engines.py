@@ -1,0 +1,528 @@
+"""Merge engines: what a key's rows make of it (Paimon's names). Pure Arrow and NumPy.
+
+``deduplicate`` (the default) keeps a key's latest row. ``first-row`` keeps the first row a key
+got since it last existed (later inserts are ignored, a delete removes the key). ``partial-update``
+updates the stored row with the non-null fields of every later row (a delete removes it).
+``aggregation`` folds every row into the stored row per column (``fields.<col>.aggregate-function``):
+``-U`` and ``-D`` retract the values they carry for the functions that can. ``ignore-delete``
+drops deletes and retractions altogether. ``sequence.field`` orders a key's rows by a user column
+(an ``updated_at``) before their LSN, for sources that deliver out of order.
+
+Every engine is a scan: for rows sorted by key, then order, it gives the key's state after
+each row (and whether the key exists then). The merged row of a key is its state after its last
+row; ``changes()`` takes the state before and after each. The BaseStore's row of a key (its state
+so far) is simply the key's first row. Only the rows of keys in the change tail are sorted.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mixed_iceberg.exceptions import PropertyError
+from mixed_iceberg.reader.merge import key_codes
+
+__all__ = [
+    "AGGREGATE_FUNCTIONS",
+    "MergeConfig",
+    "MergeEngine",
+    "ScannedStates",
+    "merge_by_engine",
+    "scan_states",
+    "validate_merge_properties",
+]
+
+ENGINE_KEY = "merge-engine"
+SEQUENCE_KEY = "sequence.field"
+IGNORE_DELETE_KEY = "ignore-delete"
+_FIELD_KEY = re.compile(r"^fields\.(?P<column>[^.]+)\.(?P<option>aggregate-function|ignore-retract|list-agg-delimiter)$")
+
+#: Functions ``aggregation`` offers, and those that can take back a value (-U/-D).
+AGGREGATE_FUNCTIONS = (
+    "sum",
+    "min",
+    "max",
+    "last_value",
+    "last_non_null_value",
+    "first_value",
+    "count",
+    "bool_and",
+    "bool_or",
+    "listagg",
+)
+RETRACTABLE = frozenset({"sum", "count", "last_value", "last_non_null_value"})
+_DEFAULT_FUNCTION = "last_non_null_value"
+
+
+class MergeEngine(enum.Enum):
+    """``merge-engine``: how a key's rows combine."""
+
+    DEDUPLICATE = "deduplicate"
+    PARTIAL_UPDATE = "partial-update"
+    AGGREGATION = "aggregation"
+    FIRST_ROW = "first-row"
+
+
+@dataclass(frozen=True, slots=True)
+class MergeConfig:
+    """The merge options of one table, parsed and checked against its columns."""
+
+    engine: MergeEngine = MergeEngine.DEDUPLICATE
+    sequence_field: str | None = None
+    ignore_delete: bool = False
+    functions: Mapping[str, str] = field(default_factory=dict)
+    ignore_retract: frozenset[str] = frozenset()
+    delimiters: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_default(self) -> bool:
+        """Deduplicate by arrival: the fast path (no sort) applies."""
+        return self.engine is MergeEngine.DEDUPLICATE and self.sequence_field is None and not self.ignore_delete
+
+    @property
+    def needs_delete_values(self) -> bool:
+        """Whether deletes must be read whole (aggregation retracts the values they carry)."""
+        return self.engine is MergeEngine.AGGREGATION and not self.ignore_delete
+
+    @property
+    def filters_after_merge(self) -> bool:
+        """Whether value filters may only apply to merged rows: the result of a key then depends
+        on rows older than its latest, so none of its rows may be skipped by value."""
+        return self.engine in (MergeEngine.PARTIAL_UPDATE, MergeEngine.AGGREGATION, MergeEngine.FIRST_ROW)
+
+    def function(self, column: str) -> str:
+        return self.functions.get(column, _DEFAULT_FUNCTION)
+
+    @classmethod
+    def from_properties(
+        cls, properties: Mapping[str, str], columns: Mapping[str, pa.DataType], primary_key: Sequence[str], table: str = ""
+    ) -> MergeConfig:
+        """Parse and check the merge options.
+
+        Raises:
+            PropertyError: an unknown engine, function or column; a function that cannot take
+                back a value where retractions may come; a sequence field that is not a column.
+        """
+        where = f"table {table}: " if table else ""
+        raw = properties.get(ENGINE_KEY, MergeEngine.DEDUPLICATE.value).strip().lower()
+        try:
+            engine = MergeEngine(raw)
+        except ValueError:
+            expected = ", ".join(e.value for e in MergeEngine)
+            raise PropertyError(f"{where}property {ENGINE_KEY!r}: expected one of {expected}, found {raw!r}") from None
+        sequence = properties.get(SEQUENCE_KEY) or None
+        if sequence is not None and sequence not in columns:
+            raise PropertyError(f"{where}property {SEQUENCE_KEY!r}: expected a column of {list(columns)}, found {sequence!r}")
+        if sequence is not None and sequence in primary_key:
+            raise PropertyError(f"{where}property {SEQUENCE_KEY!r}: expected a non-key column, found key column {sequence!r}")
+        ignore = properties.get(IGNORE_DELETE_KEY, "false").strip().lower()
+        if ignore not in ("true", "false"):
+            raise PropertyError(f"{where}property {IGNORE_DELETE_KEY!r}: expected true or false, found {ignore!r}")
+        functions: dict[str, str] = {}
+        retract: set[str] = set()
+        delimiters: dict[str, str] = {}
+        for key, value in properties.items():
+            match = _FIELD_KEY.match(key)
+            if key.startswith("fields.") and match is None:
+                raise PropertyError(
+                    f"{where}unknown property {key!r}; expected fields.<column>.aggregate-function, "
+                    "fields.<column>.ignore-retract or fields.<column>.list-agg-delimiter"
+                )
+            if match is None:
+                continue
+            column, option = match.group("column"), match.group("option")
+            if column not in columns or column in primary_key:
+                raise PropertyError(f"{where}property {key!r}: expected a non-key column of {list(columns)}, found {column!r}")
+            if option == "aggregate-function":
+                if value not in AGGREGATE_FUNCTIONS:
+                    raise PropertyError(
+                        f"{where}property {key!r}: expected one of {', '.join(AGGREGATE_FUNCTIONS)}, found {value!r}"
+                    )
+                functions[column] = value
+            elif option == "ignore-retract":
+                if value.strip().lower() not in ("true", "false"):
+                    raise PropertyError(f"{where}property {key!r}: expected true or false, found {value!r}")
+                if value.strip().lower() == "true":
+                    retract.add(column)
+            else:
+                delimiters[column] = value
+        config = cls(engine, sequence, ignore == "true", functions, frozenset(retract), delimiters)
+        config._check(columns, primary_key, properties, where)
+        return config
+
+    def _check(
+        self, columns: Mapping[str, pa.DataType], primary_key: Sequence[str], properties: Mapping[str, str], where: str
+    ) -> None:
+        if self.functions and self.engine is not MergeEngine.AGGREGATION:
+            raise PropertyError(
+                f"{where}fields.<column>.aggregate-function needs {ENGINE_KEY}=aggregation, found {self.engine.value}"
+            )
+        if (
+            self.engine is not MergeEngine.DEDUPLICATE
+            and properties.get("write.upsert.enabled", "false").strip().lower() == "true"
+        ):
+            raise PropertyError(
+                f"{where}{ENGINE_KEY}={self.engine.value} needs write.upsert.enabled=false "
+                "(upsert writes a delete before every insert, which would reset each key)"
+            )
+        if self.engine is not MergeEngine.AGGREGATION:
+            return
+        for column, dtype in columns.items():
+            if column in primary_key:
+                continue
+            function = self.function(column)
+            if function not in RETRACTABLE and not (self.ignore_delete or column in self.ignore_retract):
+                raise PropertyError(
+                    f"{where}aggregate {function} of column {column!r} cannot take back a value a -U or -D retracts; "
+                    f"expected fields.{column}.ignore-retract=true or {IGNORE_DELETE_KEY}=true"
+                )
+            numeric = pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype)
+            if function in ("sum", "count") and not numeric:
+                raise PropertyError(f"{where}aggregate {function} of column {column!r} needs a numeric column, found {dtype}")
+            if function in ("bool_and", "bool_or") and not pa.types.is_boolean(dtype):
+                raise PropertyError(f"{where}aggregate {function} of column {column!r} needs a boolean column, found {dtype}")
+            if function == "listagg" and not (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
+                raise PropertyError(f"{where}aggregate listagg of column {column!r} needs a string column, found {dtype}")
+
+
+def validate_merge_properties(
+    properties: Mapping[str, str], columns: Mapping[str, pa.DataType], primary_key: Sequence[str], table: str = ""
+) -> MergeConfig:
+    """:meth:`MergeConfig.from_properties`, refusing merge options on a table without a key."""
+    touched = [k for k in properties if k in (ENGINE_KEY, SEQUENCE_KEY, IGNORE_DELETE_KEY) or k.startswith("fields.")]
+    if touched and not primary_key:
+        where = f"table {table}: " if table else ""
+        raise PropertyError(f"{where}properties {touched} need a primary key; this table has none")
+    return MergeConfig.from_properties(properties, columns, primary_key, table)
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedStates:
+    """Rows in merge order, with each key's state after each row.
+
+    ``order`` maps positions to input rows; ``states`` holds the state's columns per position
+    (valid where ``exists``); ``last`` marks each key's last position (its merged state).
+    """
+
+    order: npt.NDArray[np.int64]
+    codes: npt.NDArray[np.int64]
+    states: pa.Table
+    exists: npt.NDArray[np.bool_]
+    last: npt.NDArray[np.bool_]
+
+
+def _sequence_rank(values: pa.ChunkedArray | pa.Array, is_data: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+    """Dense ranks (from 1) of ``sequence.field`` values. A data row without a value ranks 0
+    (it never overrides a row with one); a delete without one (a key-only delete) ranks -1: it
+    removes whatever the key holds when it arrives."""
+    ranks = pc.rank(values, sort_keys="ascending", null_placement="at_end", tiebreaker="dense")
+    ranked = np.asarray(ranks.to_numpy(zero_copy_only=False), dtype=np.int64)
+    nulls = np.asarray(pc.is_null(values).to_numpy(zero_copy_only=False), dtype=bool)
+    return np.where(nulls, np.where(is_data, 0, -1), ranked)
+
+
+def _by_sequence(
+    rank: npt.NDArray[np.int64], data: npt.NDArray[np.bool_], start: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """``deduplicate`` with ``sequence.field``, in arrival order: a data row replaces the key's
+    row unless that one has a larger sequence value (ties go to the later); a delete removes the
+    key's row unless that one has a larger sequence value (one without a value always removes).
+    Returns, per position, the position of the key's row then and whether there is one.
+
+    Which deletes apply is found in rounds: in each, the first applying delete of every segment
+    (the rows after the key's last applied delete) is final, since nothing before it changed.
+    """
+    n = len(rank)
+    positions = np.arange(n, dtype=np.int64)
+    packed = np.where(data, (np.maximum(rank, 0) << 32) | positions, -1)
+    segment = start.copy()
+    applied = np.zeros(n, dtype=bool)
+    judged_upto = np.full(n, -1, dtype=np.int64)  # deletes at or before this position are final
+    while True:
+        best = np.asarray(_segmented_scan(packed, segment, np.maximum), dtype=np.int64)
+        before = np.full(n, -1, dtype=np.int64)
+        before[1:] = np.where(positions[1:] - 1 >= segment[1:], best[:-1], -1)
+        applies = ~data & (positions > judged_upto) & (before >= 0) & ((rank < 0) | (rank >= (before >> 32)))
+        candidates = np.flatnonzero(applies)
+        if len(candidates) == 0:
+            break
+        first = np.concatenate([[True], segment[candidates[1:]] != segment[candidates[:-1]]])
+        applied[candidates[first]] = True
+        last_applied = np.maximum.accumulate(np.where(applied, positions, -1))
+        last_applied = np.where(last_applied >= start, last_applied, -1)
+        segment = np.maximum(segment, last_applied + 1)
+        judged_upto = np.maximum(judged_upto, last_applied)
+    at = np.where(best >= 0, best & 0xFFFFFFFF, -1)
+    exists = best >= 0
+    return at, exists
+
+
+def _paired_deletes(
+    codes: npt.NDArray[np.int64], lsn: npt.NDArray[np.int64], is_data: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.bool_]:
+    """Deletes that are the ``-U`` half of an update pair (a data row of their key, same LSN)."""
+    order = np.lexsort((is_data, lsn, codes))
+    code, at, data = codes[order], lsn[order], is_data[order]
+    half = np.zeros(len(order), dtype=bool)
+    half[:-1] = ~data[:-1] & data[1:] & (code[:-1] == code[1:]) & (at[:-1] == at[1:])
+    paired = np.zeros(len(order), dtype=bool)
+    paired[order[half]] = True
+    return paired
+
+
+def _last_where(condition: npt.NDArray[np.bool_], start: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Per position, the last position at or before it, in its key, where ``condition`` holds (-1: none)."""
+    positions = np.where(condition, np.arange(len(condition), dtype=np.int64), -1)
+    running = np.maximum.accumulate(positions) if len(positions) else positions
+    return np.where(running >= start, running, -1)
+
+
+def _next_where(condition: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+    """Per position, the first position at or after it where ``condition`` holds (n: none); one extra slot."""
+    n = len(condition)
+    positions = np.where(condition, np.arange(n, dtype=np.int64), n)
+    running = np.minimum.accumulate(positions[::-1])[::-1] if n else positions
+    return np.concatenate([running, [n]])
+
+
+def _take(column: pa.ChunkedArray, at: npt.NDArray[np.int64]) -> pa.Array:
+    """``column[at]``, null where ``at`` is -1."""
+    valid = at >= 0
+    if len(column) == 0 or not valid.any():
+        return pa.nulls(len(at), column.type)
+    taken = column.take(pa.array(np.where(valid, at, 0)))
+    return pc.if_else(pa.array(valid), taken, pa.nulls(len(at), column.type))
+
+
+def _segmented_scan(
+    values: npt.NDArray[np.float64] | npt.NDArray[np.int64],
+    start: npt.NDArray[np.int64],
+    op: Callable[[npt.NDArray[np.generic], npt.NDArray[np.generic]], npt.NDArray[np.generic]],
+) -> npt.NDArray[np.generic]:
+    """Inclusive scan of an associative ``op`` within each key (Hillis-Steele: log2 passes)."""
+    result = values.copy()
+    index = np.arange(len(values), dtype=np.int64)
+    step = 1
+    while step < len(values):
+        inside = index - step >= start
+        shifted = np.empty_like(result)
+        shifted[step:] = result[:-step]
+        result = np.where(inside, op(shifted, result), result)
+        step *= 2
+    return result
+
+
+def scan_states(
+    config: MergeConfig,
+    rows: pa.Table,
+    keys: Sequence[str],
+    codes: npt.NDArray[np.int64],
+    lsn: npt.NDArray[np.int64],
+    is_data: npt.NDArray[np.bool_],
+    is_base: npt.NDArray[np.bool_],
+) -> ScannedStates:
+    """The state of each key after each of its rows, under ``config``'s engine. Pure.
+
+    ``rows`` hold the table's columns (deletes may carry only the key when ``config`` does not
+    need their values); base rows (``is_base``) hold a key's state so far and come first in its
+    order: the caller gives them the smallest sequence rank by placing them before the tail.
+    """
+    keep = np.ones(rows.num_rows, dtype=bool)
+    if config.engine is not MergeEngine.AGGREGATION:
+        keep &= ~_paired_deletes(codes, lsn, is_data)  # the -U of a pair is no change of its own
+    if config.ignore_delete:
+        keep &= is_data
+    picked = np.flatnonzero(keep)
+    local = np.lexsort((is_data[picked], lsn[picked], codes[picked]))  # arrival order per key
+    order = picked[local]
+    code = codes[order]
+    data = is_data[order]
+    n = len(order)
+    first = np.ones(n, dtype=bool)
+    first[1:] = code[1:] != code[:-1]
+    last = np.ones(n, dtype=bool)
+    last[:-1] = code[1:] != code[:-1]
+    start = np.maximum.accumulate(np.where(first, np.arange(n, dtype=np.int64), 0)) if n else np.zeros(0, np.int64)
+    sorted_rows = rows.take(pa.array(order))
+    positions = np.arange(n, dtype=np.int64)
+    if config.engine is MergeEngine.DEDUPLICATE:
+        if config.sequence_field is None:
+            return ScannedStates(order, code, sorted_rows, data, last)
+        rank = _sequence_rank(sorted_rows.column(config.sequence_field), data)
+        at, exists = _by_sequence(rank, data, start)
+        return ScannedStates(order, code, sorted_rows.take(pa.array(np.where(exists, at, positions))), exists, last)
+    if config.engine is MergeEngine.AGGREGATION:
+        states, exists = _aggregate(config, sorted_rows, keys, data, is_base[order], start)
+        return ScannedStates(order, code, states, exists, last)
+    floor = _last_where(~data, start)  # the key's last delete so far
+    segment = np.maximum(floor + 1, start)
+    first_data = _next_where(data)[segment]
+    exists = first_data <= positions
+    if config.engine is MergeEngine.FIRST_ROW:
+        return ScannedStates(order, code, sorted_rows.take(pa.array(np.where(exists, first_data, positions))), exists, last)
+    columns = []
+    for name in rows.column_names:
+        column = sorted_rows.column(name)
+        if name in keys:
+            columns.append(column.combine_chunks())
+            continue
+        valid = data & ~np.asarray(pc.is_null(column).to_numpy(zero_copy_only=False), dtype=bool)
+        at = _last_where(valid, segment)
+        columns.append(_take(column, at))
+    return ScannedStates(order, code, pa.Table.from_arrays(columns, schema=rows.schema), exists, last)
+
+
+def _aggregate(
+    config: MergeConfig,
+    rows: pa.Table,
+    keys: Sequence[str],
+    data: npt.NDArray[np.bool_],
+    is_base: npt.NDArray[np.bool_],
+    start: npt.NDArray[np.int64],
+) -> tuple[pa.Table, npt.NDArray[np.bool_]]:
+    """Per position, each column's aggregate over its key's rows so far. A key exists once it
+    has a data row; deletes retract (or are ignored per column)."""
+    exists = _last_where(data, start) >= 0
+    had_row = exists  # at a delete, whether a data row came before it
+    columns = []
+    for name in rows.column_names:
+        column = rows.column(name)
+        if name in keys:
+            columns.append(column.combine_chunks())
+            continue
+        function = config.function(name)
+        # A retraction takes back what the key holds: before its first row there is nothing.
+        retract = ~data & had_row & ~(config.ignore_delete or name in config.ignore_retract)
+        present = ~np.asarray(pc.is_null(column).to_numpy(zero_copy_only=False), dtype=bool)
+        columns.append(
+            _aggregate_column(
+                function, column, data, retract & present, present, is_base, start, config.delimiters.get(name, ",")
+            )
+        )
+    return pa.Table.from_arrays(columns, schema=rows.schema), exists
+
+
+def _aggregate_column(
+    function: str,
+    column: pa.ChunkedArray,
+    data: npt.NDArray[np.bool_],
+    retract: npt.NDArray[np.bool_],
+    present: npt.NDArray[np.bool_],
+    is_base: npt.NDArray[np.bool_],
+    start: npt.NDArray[np.int64],
+    delimiter: str,
+) -> pa.Array:
+    n = len(column)
+    added = data & present
+    if function in ("sum", "count"):
+        if function == "sum":
+            values = np.asarray(column.fill_null(0).to_numpy(zero_copy_only=False))
+            delta = np.where(added, values, 0) - np.where(retract, values, 0)
+        else:  # a base row holds the count so far; a change row counts as one
+            base_value = np.asarray(column.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+            delta = np.where(added, np.where(is_base, base_value, 1), 0) - np.where(retract, 1, 0)
+        total = np.cumsum(delta)
+        offset = np.where(start > 0, total[np.maximum(start - 1, 0)], 0) if n else total
+        counted = np.cumsum((added | retract).astype(np.int64))
+        seen = counted - np.where(start > 0, counted[np.maximum(start - 1, 0)], 0) if n else counted
+        result = pa.array(total - offset).cast(column.type, safe=False)
+        return pc.if_else(pa.array(seen > 0), result, pa.nulls(n, column.type))
+    if function == "first_value":
+        return _take(column, np.where(_last_where(data, start) >= 0, _next_where(data)[start], -1))
+    if function == "last_value":
+        at = _last_where(data | retract, start)
+        keep_value = (at >= 0) & data[np.maximum(at, 0)]
+        return _take(column, np.where(keep_value, at, -1))
+    if function == "last_non_null_value":
+        value_at = _last_where(added, start)
+        retracted_at = _last_where(retract, start)
+        return _take(column, np.where(value_at > retracted_at, value_at, -1))
+    if function == "listagg":
+        text = pc.if_else(pa.array(added), column, pa.nulls(n, column.type)).combine_chunks()
+        return _prefix_join(text, start, delimiter)
+    # min, max, bool_and, bool_or: over the data rows' values (no retraction, checked at create)
+    ranks = pc.rank(column, sort_keys="ascending", null_placement="at_end", tiebreaker="dense")
+    ranked = np.asarray(ranks.to_numpy(zero_copy_only=False), dtype=np.int64)
+    by_rank = pc.take(column, pc.sort_indices(column, null_placement="at_end"))
+    distinct = pc.unique(by_rank.filter(pc.is_valid(by_rank)))
+    wanted_min = function in ("min", "bool_and")
+    big = np.int64(len(distinct) + 1)
+    values = np.where(added, ranked, big if wanted_min else np.int64(0))
+    best = np.asarray(_segmented_scan(values, start, np.minimum if wanted_min else np.maximum), dtype=np.int64)
+    valid = (best != big) if wanted_min else (best != 0)
+    return _take(pa.chunked_array([distinct]), np.where(valid, best - 1, -1))
+
+
+def _prefix_join(text: pa.Array, start: npt.NDArray[np.int64], delimiter: str) -> pa.Array:
+    """Per position, the non-null strings of its key so far, joined (Hillis-Steele on strings)."""
+    result = text
+    n = len(text)
+    index = np.arange(n, dtype=np.int64)
+    step = 1
+    while step < n:
+        inside = pa.array(index - step >= start)
+        shifted = pa.concat_arrays([pa.nulls(step, text.type), result.slice(0, n - step)])
+        joined = pc.binary_join_element_wise(shifted, result, pa.scalar(delimiter, text.type), null_handling="skip")
+        joined = pc.if_else(pc.and_(pc.is_null(shifted), pc.is_null(result)), pa.nulls(n, text.type), joined)
+        result = pc.if_else(inside, joined, result)
+        step *= 2
+    return result
+
+
+def merge_by_engine(
+    config: MergeConfig, keys: Sequence[str], settled: Sequence[pa.Table], inserts: pa.Table, deletes: pa.Table, lsn: str
+) -> tuple[list[npt.NDArray[np.bool_]], pa.Table]:
+    """Merge the tail (``inserts``, ``deletes``) into ``settled`` rows (each table carries an
+    LSN column named ``lsn``; deletes may carry only the key). Pure.
+
+    Returns, per settled table, the mask of rows whose key the tail does not touch (kept as they
+    are), and the merged rows of the touched keys that exist (the inserts' columns, LSN dropped).
+    """
+    columns = [c for c in inserts.column_names if c != lsn]
+    tail = pa.concat_tables([inserts.select(columns), _padded(deletes, inserts.select(columns).schema)])
+    n_tail = tail.num_rows
+    if n_tail == 0:
+        return [np.ones(t.num_rows, dtype=bool) for t in settled], tail
+    codes, _ = key_codes(
+        [pa.chunked_array([*tail.column(k).chunks, *(c for t in settled for c in t.column(k).chunks)]) for k in keys]
+    )
+    groups = int(codes[:n_tail].max()) + 1
+    bounds = np.cumsum([n_tail, *(t.num_rows for t in settled)])
+    masks, picked, picked_codes = [], [], []
+    for table, begin in zip(settled, bounds[:-1], strict=True):
+        own = codes[begin : begin + table.num_rows]
+        touched = own < groups
+        masks.append(~touched)
+        picked.append(np.flatnonzero(touched))
+        picked_codes.append(own[touched])
+    rows = pa.concat_tables([*(t.take(pa.array(p)).select(columns) for t, p in zip(settled, picked, strict=True)), tail])
+    n_base = sum(len(p) for p in picked)
+    scanned = scan_states(
+        config,
+        rows,
+        keys,
+        np.concatenate([*picked_codes, codes[:n_tail]]),
+        np.concatenate(
+            [
+                *(t.column(lsn).to_numpy()[p] for t, p in zip(settled, picked, strict=True)),
+                inserts.column(lsn).to_numpy(),
+                deletes.column(lsn).to_numpy(),
+            ]
+        ),
+        np.concatenate([np.ones(n_base + inserts.num_rows, bool), np.zeros(deletes.num_rows, bool)]),
+        np.concatenate([np.ones(n_base, bool), np.zeros(n_tail, bool)]),
+    )
+    return masks, scanned.states.filter(pa.array(scanned.last & scanned.exists))
+
+
+def _padded(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``rows`` with the columns of ``schema`` they lack, as nulls (a delete read by key only)."""
+    arrays = [rows.column(f.name) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
