@@ -12,7 +12,7 @@ import pytest
 from pyiceberg.types import DoubleType, LongType, StringType
 
 from mixed_iceberg import MixedTable
-from mixed_iceberg.exceptions import SchemaEvolutionError
+from mixed_iceberg.exceptions import CommitConflictError, SchemaEvolutionError
 from mixed_iceberg.ingest.cdc import CdcFormat, CdcParser
 from mixed_iceberg.ingest.writer import PartitionIngestor
 from mixed_iceberg.schema_evolution import MixedSchemaUpdate
@@ -279,3 +279,27 @@ def test_base_files_written_before_a_change_read_by_field_id(table: MixedTable, 
     _write(table, {"id": [2], "category": ["B"], "cat": [20], "price": [2.5]}, ["+U"])  # a tail over the base
     expected[1] = {"id": 2, "category": "B", "cat": 20, "price": 2.5}
     assert _rows(table, "category = 'a' or cat = 20" if filtered else None) == expected
+
+
+def test_a_change_that_lost_a_race_is_replayed_on_the_new_schema(table: MixedTable, tmp_path: Path) -> None:
+    update = table.update_schema()
+    update.rename_column("cat", "category")
+    other = local_catalog(tmp_path).load_table("db.orders")
+    with other.update_schema() as first:
+        first.add_column("score", LongType())
+    update.commit()  # its BaseStore commit fails on the schema id, then runs again on the new schema
+    loaded = local_catalog(tmp_path).load_table("db.orders")
+    assert loaded.schema().column_names == ["id", "category", "qty", "price", "score"]
+    assert loaded.change_store is not None
+    assert loaded.change_store.schema() == loaded.schema()
+
+
+def test_a_change_the_new_schema_no_longer_takes_is_a_conflict(table: MixedTable, tmp_path: Path) -> None:
+    update = table.update_schema()
+    update.rename_column("cat", "category")
+    other = local_catalog(tmp_path).load_table("db.orders")
+    with other.update_schema() as first:
+        first.delete_column("cat")
+    with pytest.raises(CommitConflictError, match="no longer applies"):
+        update.commit()
+    assert local_catalog(tmp_path).load_table("db.orders").schema().column_names == ["id", "qty", "price"]
