@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from pyiceberg.expressions import BooleanExpression
 
-from mixed_iceberg.exceptions import CommitConflictError
+from mixed_iceberg.exceptions import CommitConflictError, PropertyError
 from mixed_iceberg.optimizing.collect import CollectedTable, collect
 from mixed_iceberg.optimizing.commit import commit_outputs
 from mixed_iceberg.optimizing.evaluate import evaluate_table
@@ -112,7 +112,14 @@ class TableOptimizing:
         if not config.filter:
             return []
         inside = {p.path for p in collected.partitions}
-        return [c for p in collect(self.table).partitions if p.path not in inside for c in p.change]
+        competitors = [c for p in collect(self.table).partitions if p.path not in inside for c in p.change]
+        if competitors and not self.table.merge_config.is_default:
+            raise PropertyError(
+                f"table {self.table.name}: self-optimizing.filter on a table partitioned by a non-key column needs "
+                f"merge-engine=deduplicate without sequence.field (found {self.table.merge_config.engine.value}): "
+                "the change it leaves out would be applied out of order"
+            )
+        return competitors
 
     def run(self, type: OptimizingType | str | None = None, *, parallelism: int = 1) -> OptimizingResult:
         """Evaluate, plan, execute and commit; re-plans when the commit loses a race.

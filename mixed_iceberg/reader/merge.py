@@ -67,6 +67,8 @@ def _encode(column: Column) -> tuple[npt.NDArray[np.int64], int]:
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if pa.types.is_dictionary(array.type):
         array = array.cast(array.type.value_type)
+    if isinstance(array, pa.ExtensionArray):  # uuid: hashed by its fixed-size storage
+        array = array.storage
     encoded = pc.dictionary_encode(array)
     return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(encoded.dictionary)
 
