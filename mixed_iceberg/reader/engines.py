@@ -160,6 +160,8 @@ class MergeConfig:
     def _check(
         self, columns: Mapping[str, pa.DataType], primary_key: Sequence[str], properties: Mapping[str, str], where: str
     ) -> None:
+        if self.sequence_field is not None and self.engine is not MergeEngine.DEDUPLICATE:
+            raise PropertyError(f"{where}{SEQUENCE_KEY} needs {ENGINE_KEY}=deduplicate, found {self.engine.value}")
         if self.functions and self.engine is not MergeEngine.AGGREGATION:
             raise PropertyError(
                 f"{where}fields.<column>.aggregate-function needs {ENGINE_KEY}=aggregation, found {self.engine.value}"

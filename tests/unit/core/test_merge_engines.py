@@ -42,6 +42,7 @@ def _commit(table: MixedTable, *rows: tuple[str, int, str | None, int | None, fl
         ({"fields.qty.aggregate-function": "sum"}, "needs merge-engine=aggregation"),
         ({"merge-engine": "aggregation", "fields.nope.aggregate-function": "sum"}, "non-key column"),
         ({"fields.qty.typo": "x"}, "unknown property"),
+        ({"merge-engine": "first-row", "sequence.field": "qty"}, "needs merge-engine=deduplicate"),
     ],
 )
 def test_bad_merge_options_are_refused_at_create(catalog: MixedCatalog, properties: dict[str, str], message: str) -> None:
