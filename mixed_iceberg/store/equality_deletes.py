@@ -110,23 +110,22 @@ def scan_with_equality_deletes(
 ) -> pa.Table:
     """The rows of ``table`` (at ``snapshot_id``, default current) after all delete files.
 
-    Same arguments and result as ``table.scan(...).to_arrow()``, which fails on equality deletes.
+    Same arguments and result as ``table.scan(...).to_arrow()``, which fails on equality deletes,
+    except that an older snapshot is read with the current schema too (pyiceberg: the snapshot's).
 
     Raises:
         ValueError: ``snapshot_id`` is unknown.
         NotImplementedError: an equality column is nested or no longer in the schema.
     """
-    current = table.metadata.current_snapshot()
-    if current is not None and snapshot_id == current.snapshot_id:
-        snapshot_id = None  # the current state reads with the current schema (pyiceberg: a snapshot's own otherwise)
-    scan = table.scan(
-        row_filter=row_filter, selected_fields=selected_fields, case_sensitive=case_sensitive, snapshot_id=snapshot_id
-    )
-    projection = scan.projection()  # validates snapshot_id, picks the snapshot's schema
+    scan = table.scan(row_filter=row_filter, case_sensitive=case_sensitive, snapshot_id=snapshot_id)
+    scan.projection()  # validates snapshot_id
+    # Every read uses the current schema, time travel included (as merged reads of keyed tables
+    # do): files are read by field id, and row_filter is bound to the current schema anyway.
+    full_schema = table.schema()
+    projection = full_schema if "*" in selected_fields else full_schema.select(*selected_fields, case_sensitive=case_sensitive)
     snapshot = table.metadata.snapshot_by_id(snapshot_id) if snapshot_id is not None else table.metadata.current_snapshot()
     if snapshot is None:
         return schema_to_pyarrow(projection, include_field_ids=False).empty_table()
-    full_schema = table.scan(snapshot_id=snapshot_id, case_sensitive=case_sensitive).projection()
     data = live_files(table, snapshot, scan.row_filter, keep=lambda f: f.content == DataFileContent.DATA)
     # Delete files are pruned by partition only: their column bounds need not be those of the rows
     # they delete (an equality delete file may carry other columns than its key).

@@ -303,3 +303,19 @@ def test_a_change_the_new_schema_no_longer_takes_is_a_conflict(table: MixedTable
     with pytest.raises(CommitConflictError, match="no longer applies"):
         update.commit()
     assert local_catalog(tmp_path).load_table("db.orders").schema().column_names == ["id", "qty", "price"]
+
+
+@pytest.mark.parametrize("fmt", [TableFormat.MIXED_ICEBERG, TableFormat.ICEBERG], ids=["unkeyed", "plain"])
+def test_time_travel_before_a_change_reads_with_the_current_schema(tmp_path: Path, fmt: TableFormat) -> None:
+    table = local_catalog(tmp_path).create_table("db.t", ORDERS_SCHEMA, table_format=fmt)
+    row = {"id": [1], "cat": ["a"], "qty": pa.array([1], pa.int32()), "price": [1.0]}
+    table.base_store.append(pa.table(row, schema=table.arrow_schema()))
+    old = table.base_store.current_snapshot()
+    assert old is not None
+    with table.update_schema() as update:
+        update.rename_column("cat", "category")
+        update.add_column("score", LongType())
+    expected = [{"id": 1, "category": "a", "qty": 1, "price": 1.0, "score": None}]
+    assert table.scan(snapshot_id=old.snapshot_id).to_arrow().to_pylist() == expected
+    assert table.scan(row_filter="category = 'a'", snapshot_id=old.snapshot_id).to_arrow().to_pylist() == expected
+    assert table.scan().to_arrow().to_pylist() == expected
