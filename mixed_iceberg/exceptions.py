@@ -10,7 +10,9 @@
     ├── SchemaEvolutionError        update_schema: a change a keyed table cannot take (a key column, a reserved name)
     ├── TableExistsError            create_table on an existing identifier
     ├── NoSuchTableError            load/drop of a missing identifier
+    │   ├── NoSuchSnapshotError         time travel to a snapshot id neither store has
     │   └── SnapshotExpiredError        time travel to a state that snapshot expiry or change TTL removed
+    ├── InvalidScanError            a scan asks for columns the table lacks, or for contradicting snapshots
     ├── NotKeyedTableError          a keyed-table operation on an unkeyed or plain Iceberg table
     ├── InvalidChangeError          a change batch is malformed
     │   ├── InvalidChangeActionError    ``_change_action`` holds something other than +I -U +U -D
@@ -36,10 +38,12 @@ __all__ = [
     "InvalidChangeActionError",
     "InvalidChangeError",
     "InvalidFilterError",
+    "InvalidScanError",
     "InvalidSchemaError",
     "LogStoreError",
     "MissingKeyError",
     "MixedIcebergError",
+    "NoSuchSnapshotError",
     "NoSuchTableError",
     "NotKeyedTableError",
     "OptimizedSequenceMismatchError",
@@ -88,6 +92,15 @@ class TableExistsError(MixedIcebergError):
 
 class NoSuchTableError(MixedIcebergError):
     """No table with that identifier exists."""
+
+
+class NoSuchSnapshotError(NoSuchTableError):
+    """A time-travel read names a snapshot id that neither store of the table has (never had,
+    or expired)."""
+
+
+class InvalidScanError(MixedIcebergError):
+    """A scan names columns the table lacks, or time-travel arguments that contradict each other."""
 
 
 class SnapshotExpiredError(NoSuchTableError):

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -24,6 +25,7 @@ from mixed_iceberg.exceptions import NotKeyedTableError
 from mixed_iceberg.options import TableOptions
 from mixed_iceberg.reader.changes import ChangeScan
 from mixed_iceberg.reader.engines import MergeConfig
+from mixed_iceberg.reader.history import table_history, table_snapshots
 from mixed_iceberg.reader.scan import MixedScan
 from mixed_iceberg.schema import arrow_schema
 from mixed_iceberg.schema_evolution import MixedSchemaUpdate, complete_schema_change
@@ -36,6 +38,13 @@ if TYPE_CHECKING:
     from mixed_iceberg.optimizing.maintenance.facade import TableMaintenance
 
 __all__ = ["MixedTable"]
+
+
+def _epoch_ms(value: datetime | int | None) -> int | None:
+    if value is None or isinstance(value, int):
+        return value
+    moment = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
 
 
 def _commit_id(value: CommitId | tuple[str, int] | None) -> CommitId | None:
@@ -175,21 +184,39 @@ class MixedTable:
         snapshot_id: int | None = None,
         *,
         base_snapshot_id: int | None = None,
+        as_of: datetime | int | None = None,
         case_sensitive: bool = True,
     ) -> MixedScan:
-        """The merged latest state per key.
+        """The merged state per key (one row per key, the latest change wins; see docs/semantics.md).
 
         Args:
             row_filter: a pyiceberg expression or its string form. Key predicates are pushed
                 to every file; value predicates never let an old version resurface.
             selected_fields: columns to return.
-            snapshot_id: ChangeStore snapshot to read as of (keyed tables; for others, the
-                BaseStore snapshot). The BaseStore is read as of that snapshot's time.
-            base_snapshot_id: BaseStore snapshot to pair with it explicitly.
+            snapshot_id: a snapshot of either store to read as of; the other store is read as
+                of that snapshot's time.
+            base_snapshot_id: BaseStore snapshot to pair with ``snapshot_id`` explicitly.
+            as_of: read both stores as of a time (a datetime, naive means UTC, or epoch ms).
             case_sensitive: how column names in ``row_filter`` are matched.
+
+        Raises:
+            NoSuchSnapshotError: neither store has ``snapshot_id``.
+            SnapshotExpiredError: the state of that time needs a snapshot expiry removed.
+            InvalidScanError: unknown ``selected_fields``, or ``as_of`` with a snapshot id.
         """
         self.refresh()
-        return MixedScan(self, row_filter, selected_fields, snapshot_id, base_snapshot_id, case_sensitive)
+        return MixedScan(
+            self, row_filter, selected_fields, snapshot_id, base_snapshot_id, case_sensitive, as_of_ms=_epoch_ms(as_of)
+        )
+
+    def snapshots(self) -> pa.Table:
+        """Every retained snapshot of both stores, oldest first: store, snapshot id, parent id,
+        sequence number, commit time, operation, commit writer and sequence, optimizing type."""
+        return table_snapshots(self)
+
+    def history(self) -> pa.Table:
+        """When each store's current snapshot changed (the stores' snapshot logs), oldest first."""
+        return table_history(self)
 
     @property
     def optimizing(self) -> TableOptimizing:

@@ -19,11 +19,11 @@ from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import bind, extract_field_ids
 from pyiceberg.io.pyarrow import expression_to_pyarrow
 from pyiceberg.schema import Schema
-from pyiceberg.table import FileScanTask
+from pyiceberg.table import FileScanTask, Table
 from pyiceberg.table.snapshots import Snapshot
 
 from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
-from mixed_iceberg.exceptions import NoSuchTableError, SnapshotExpiredError
+from mixed_iceberg.exceptions import InvalidScanError, NoSuchSnapshotError, SnapshotExpiredError
 from mixed_iceberg.format import parse_base
 from mixed_iceberg.reader.data_files import read_positional
 from mixed_iceberg.reader.engines import MergeConfig, merge_by_engine
@@ -68,6 +68,7 @@ class MixedScan:
         base_snapshot_id: int | None = None,
         case_sensitive: bool = True,
         *,
+        as_of_ms: int | None = None,
         snapshots: tuple[Snapshot | None, Snapshot | None] | None = None,
     ) -> None:
         self.table = table
@@ -78,7 +79,7 @@ class MixedScan:
         if snapshots is not None:
             self.change_snapshot, self.base_snapshot = snapshots
         else:
-            self.change_snapshot, self.base_snapshot = self._snapshots(snapshot_id, base_snapshot_id)
+            self.change_snapshot, self.base_snapshot = self._snapshots(snapshot_id, base_snapshot_id, as_of_ms)
 
     @classmethod
     def at(
@@ -101,35 +102,58 @@ class MixedScan:
             pair = (None, None)
         return cls(table, row_filter, snapshots=pair)
 
-    def _snapshots(self, snapshot_id: int | None, base_snapshot_id: int | None) -> tuple[Snapshot | None, Snapshot | None]:
+    def _snapshots(
+        self, snapshot_id: int | None, base_snapshot_id: int | None, as_of_ms: int | None = None
+    ) -> tuple[Snapshot | None, Snapshot | None]:
+        """The (ChangeStore, BaseStore) snapshots a read sees.
+
+        ``snapshot_id`` may name a snapshot of either store; the other store is read as of that
+        snapshot's time. ``as_of_ms`` reads both stores as of a time. A store whose snapshot of
+        that time expiry removed raises instead of answering from what is left.
+        """
         table = self.table
         base = table.base_store
         change = table.change_store
+        if as_of_ms is not None and (snapshot_id is not None or base_snapshot_id is not None):
+            raise InvalidScanError(f"{table.name}: expected either as_of or a snapshot id, found both")
         if change is None:
-            snap_id = base_snapshot_id or snapshot_id
-            return None, self._snapshot(
-                base.metadata.snapshot_by_id(snap_id) if snap_id else base.current_snapshot(), snap_id, "BaseStore"
-            )
+            if as_of_ms is not None:
+                return None, self._as_of(base, as_of_ms, "BaseStore")
+            wanted = base_snapshot_id or snapshot_id
+            return None, self._snapshot(base.metadata.snapshot_by_id(wanted) if wanted else base.current_snapshot(), wanted)
+        if as_of_ms is not None:
+            return self._as_of(change, as_of_ms, "ChangeStore"), self._as_of(base, as_of_ms, "BaseStore")
+        if snapshot_id is not None and change.metadata.snapshot_by_id(snapshot_id) is None:
+            if base_snapshot_id is not None or base.metadata.snapshot_by_id(snapshot_id) is None:
+                self._snapshot(None, snapshot_id)
+            # a BaseStore snapshot: the ChangeStore as of its time
+            base_snapshot = base.metadata.snapshot_by_id(snapshot_id)
+            assert base_snapshot is not None
+            return self._as_of(change, base_snapshot.timestamp_ms, "ChangeStore"), base_snapshot
         change_snapshot = change.metadata.snapshot_by_id(snapshot_id) if snapshot_id else change.current_snapshot()
-        self._snapshot(change_snapshot, snapshot_id, "ChangeStore")
         if base_snapshot_id is not None:
-            base_snapshot = self._snapshot(base.metadata.snapshot_by_id(base_snapshot_id), base_snapshot_id, "BaseStore")
-        elif snapshot_id is not None and change_snapshot is not None:
-            base_snapshot = snapshot_as_of(base.metadata.snapshots, change_snapshot.timestamp_ms)
-            if history_expired(base.metadata.snapshots, change_snapshot.timestamp_ms):
-                raise SnapshotExpiredError(
-                    f"{table.name}: reading as of ChangeStore snapshot {snapshot_id} "
-                    f"({change_snapshot.timestamp_ms} ms) needs the BaseStore snapshot of that time; expected one "
-                    f"retained, found the oldest at {min(s.timestamp_ms for s in base.metadata.snapshots)} ms "
-                    "(expired by snapshot.keep.*)"
-                )
-        else:
-            base_snapshot = base.current_snapshot()
-        return change_snapshot, base_snapshot
+            return change_snapshot, self._snapshot(base.metadata.snapshot_by_id(base_snapshot_id), base_snapshot_id)
+        if snapshot_id is not None and change_snapshot is not None:
+            return change_snapshot, self._as_of(
+                base, change_snapshot.timestamp_ms, "BaseStore", f"ChangeStore snapshot {snapshot_id}"
+            )
+        return change_snapshot, base.current_snapshot()
 
-    def _snapshot(self, snapshot: Snapshot | None, wanted: int | None, store: str) -> Snapshot | None:
+    def _as_of(self, store: Table, timestamp_ms: int, name: str, what: str | None = None) -> Snapshot | None:
+        snapshots = store.metadata.snapshots
+        if history_expired(snapshots, timestamp_ms):
+            raise SnapshotExpiredError(
+                f"{self.table.name}: reading as of {what or f'{timestamp_ms} ms'} needs the {name} snapshot of that time "
+                f"({timestamp_ms} ms); expected one retained, found the oldest at "
+                f"{min(s.timestamp_ms for s in snapshots)} ms (expired by snapshot.keep.*)"
+            )
+        return snapshot_as_of(snapshots, timestamp_ms)
+
+    def _snapshot(self, snapshot: Snapshot | None, wanted: int | None) -> Snapshot | None:
         if wanted is not None and snapshot is None:
-            raise NoSuchTableError(f"{self.table.name}: {store} has no snapshot {wanted}")
+            raise NoSuchSnapshotError(
+                f"{self.table.name}: expected a snapshot {wanted} of the ChangeStore or the BaseStore, found none"
+            )
         return snapshot
 
     def _columns(self) -> list[str]:
@@ -138,7 +162,7 @@ class MixedScan:
             return names
         unknown = [f for f in self.selected_fields if f not in names]
         if unknown:
-            raise NoSuchTableError(f"{self.table.name}: selected fields {unknown} are not columns; expected some of {names}")
+            raise InvalidScanError(f"{self.table.name}: selected fields {unknown} are not columns; expected some of {names}")
         return [n for n in names if n in self.selected_fields]
 
     def to_arrow(self) -> pa.Table:
