@@ -319,3 +319,19 @@ def test_time_travel_before_a_change_reads_with_the_current_schema(tmp_path: Pat
     assert table.scan(snapshot_id=old.snapshot_id).to_arrow().to_pylist() == expected
     assert table.scan(row_filter="category = 'a'", snapshot_id=old.snapshot_id).to_arrow().to_pylist() == expected
     assert table.scan().to_arrow().to_pylist() == expected
+
+
+def test_keyed_time_travel_and_changes_before_a_rename_use_the_new_name(table: MixedTable) -> None:
+    with table.new_transaction() as txn:
+        txn.write(changes([("+I", 1, "a", 1, 1.0)]))
+    assert table.change_store is not None
+    first = table.change_store.current_snapshot()
+    assert first is not None
+    with table.update_schema() as update:
+        update.rename_column("cat", "category")
+    _write(table, {"id": [1, 1], "category": ["a", "b"], "qty": [1, 2], "price": [1.0, 2.0]}, ["-U", "+U"])
+    assert table.scan(snapshot_id=first.snapshot_id).to_arrow().to_pylist() == [
+        {"id": 1, "category": "a", "qty": 1, "price": 1.0}
+    ]
+    cdc = table.changes(from_snapshot=first.snapshot_id).to_arrow()
+    assert [(r["_change_action"], r["category"]) for r in cdc.to_pylist()] == [("-U", "a"), ("+U", "b")]
