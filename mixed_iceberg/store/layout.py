@@ -34,6 +34,7 @@ from pyiceberg.types import IcebergType, UUIDType
 from pyiceberg.utils.datetime import date_to_days, datetime_to_micros, time_to_micros
 
 from mixed_iceberg.format import DataTreeNode, tree_node_ids
+from mixed_iceberg.store.partition_paths import partition_to_path
 
 __all__ = ["RowGroup", "chunk_rows", "partition_path", "split_rows", "split_sized"]
 
@@ -49,9 +50,10 @@ class RowGroup:
 
 
 def partition_path(store: Table, data_file: DataFile) -> str:
-    """The partition path of a live file (``""`` when unpartitioned), the key of per-partition maps."""
+    """The partition path of a live file (``""`` when unpartitioned), the key of per-partition maps,
+    as Iceberg Java spells it (:mod:`mixed_iceberg.store.partition_paths`)."""
     spec = store.specs()[data_file.spec_id]
-    return "" if spec.is_unpartitioned() else spec.partition_to_path(data_file.partition, store.schema())
+    return "" if spec.is_unpartitioned() else partition_to_path(spec, data_file.partition, store.schema())
 
 
 def _internal(value: Any, result_type: IcebergType) -> Any:
@@ -125,7 +127,7 @@ def _partitions(store: Table, rows: pa.Table) -> list[tuple[Record, str, pa.Tabl
         for row in zip(*(array.take(pa.array(firsts)).to_pylist() for array in values), strict=True)
     ]
     return [
-        (records[group], spec.partition_to_path(records[group], schema), group_rows)
+        (records[group], partition_to_path(spec, records[group], schema), group_rows)
         for group, group_rows in _node_slices(rows, groups)  # a stable grouping, by row order of first appearance
     ]
 

@@ -101,7 +101,8 @@ class Transform:
 
     def path(self, partition: object) -> str:
         text = "null" if partition is None else self.human(partition)
-        return f"{quote_plus(self.field, safe='')}={quote_plus(text, safe='')}"
+        # Java's URLEncoder: quote_plus, but * kept and ~ escaped
+        return f"{self.field}={quote_plus(text, safe='*').replace('~', '%7E')}"
 
 
 def identity(column: str) -> Transform:

@@ -16,8 +16,10 @@ from pyiceberg.manifest import DataFileContent
 from pyiceberg.table import Table
 from pyiceberg.utils.datetime import date_to_days, datetime_to_micros, time_to_micros
 
+from mixed_iceberg import TableFormat
 from mixed_iceberg.exceptions import ConfigError
 from mixed_iceberg.store.layout import partition_path
+from mixed_iceberg.store.partition_paths import java_double_string
 from tests.support.partitions import (
     ANCHORS,
     SCHEMA,
@@ -133,9 +135,7 @@ def assert_files_hold_their_partition(store: Table) -> None:
         data_file = live.data_file
         value = tuple(data_file.partition)
         directory = local(data_file.file_path).rsplit("/", 1)[0]
-        assert (
-            directory == f"{local(store.location())}/data/{store.spec().partition_to_path(data_file.partition, store.schema())}"
-        )
+        assert directory == f"{local(store.location())}/data/{partition_path(store, data_file)}"
         if data_file.content == DataFileContent.DATA:
             rows = pq.ParquetFile(local(data_file.file_path)).read().to_pylist()
             assert {expected_partition(store, r) for r in rows} == {value}, data_file.file_path
@@ -182,8 +182,70 @@ def test_a_double_identity_partition_keeps_its_value_and_its_rows(tmp_path: Path
     """pyiceberg 0.12's Cython decoder read manifest doubles as floats (mixed_iceberg.compat)."""
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("x", pa.float64())])
     table = local_catalog(tmp_path).create_table("db.t", schema, primary_key=["id"], partition_by=["x"])
-    table.bulk_load(pa.table({"id": [1, 2, 3], "x": [0.1, 1e300, 5e-324]}, schema=schema))
+    table.bulk_load(pa.table({"id": [1, 2, 3], "x": [0.1, 1e300, 1e-5]}, schema=schema))
     store = table.base_store
-    assert sorted(f.data_file.partition[0] for f in current_files(store)) == [5e-324, 0.1, 1e300]
-    assert {partition_path(store, f.data_file) for f in current_files(store)} == {"x=0.1", "x=1e%2B300", "x=5e-324"}
+    assert sorted(f.data_file.partition[0] for f in current_files(store)) == [1e-5, 0.1, 1e300]
+    assert {partition_path(store, f.data_file) for f in current_files(store)} == {"x=0.1", "x=1.0E300", "x=1.0E-5"}
     assert table.scan(row_filter="x = 0.1").to_arrow().column("id").to_pylist() == [1]
+
+
+# Rows and the directories Iceberg Java 1.10.1 (Spark 3.5.7) wrote for them, partition by partition
+# (tests/integration/test_spark_partition_paths.py writes them with Spark again).
+JAVA_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("s", pa.string()),
+        pa.field("ts", pa.timestamp("us")),
+        pa.field("tz", pa.timestamp("us", tz="UTC")),
+        pa.field("x", pa.float64()),
+    ]
+)
+JAVA_ROWS = [
+    {"id": 1, "s": "a*b~c d/e", "ts": dt.datetime(2024, 1, 1, 10), "tz": dt.datetime(2024, 1, 1, 10, tzinfo=dt.UTC), "x": 1e10},
+    {
+        "id": 2,
+        "s": "é%+=",
+        "ts": dt.datetime(2024, 1, 1, 10, 0, 1, 500000),
+        "tz": dt.datetime(1969, 12, 31, 23, 30, 0, 250, tzinfo=dt.UTC),
+        "x": 0.1,
+    },
+    {"id": 3, "s": None, "ts": None, "tz": None, "x": None},
+]
+JAVA_PATHS = {
+    "s": {"s=a*b%7Ec+d%2Fe", "s=%C3%A9%25%2B%3D", "s=null"},
+    "truncate(2, s)": {"s_trunc=a*", "s_trunc=%C3%A9%25", "s_trunc=null"},
+    "ts": {"ts=2024-01-01T10%3A00%3A00", "ts=2024-01-01T10%3A00%3A01.5", "ts=null"},
+    "tz": {"tz=2024-01-01T10%3A00%3A00%2B00%3A00", "tz=1969-12-31T23%3A30%3A00.00025%2B00%3A00", "tz=null"},
+    "x": {"x=1.0E10", "x=0.1", "x=null"},
+}
+
+
+@pytest.mark.parametrize("spec", sorted(JAVA_PATHS))
+def test_partition_paths_are_spelled_as_iceberg_java_spells_them(tmp_path: Path, spec: str) -> None:
+    table = local_catalog(tmp_path).create_table("db.t", JAVA_SCHEMA, partition_by=[spec], table_format=TableFormat.ICEBERG)
+    table.bulk_load(pa.Table.from_pylist(JAVA_ROWS, schema=JAVA_SCHEMA))
+    store = table.base_store
+    directories = {local(f.data_file.file_path).split("/data/")[1].rsplit("/", 1)[0] for f in current_files(store)}
+    assert directories == JAVA_PATHS[spec]
+    assert {partition_path(store, f.data_file) for f in current_files(store)} == JAVA_PATHS[spec]
+
+
+@pytest.mark.parametrize(
+    ("value", "java"),
+    [
+        (1e10, "1.0E10"),
+        (1e7, "1.0E7"),
+        (9999999.0, "9999999.0"),
+        (0.001, "0.001"),
+        (1e-4, "1.0E-4"),
+        (-1.25, "-1.25"),
+        (100.0, "100.0"),
+        (12345678.9, "1.23456789E7"),
+        (1.7976931348623157e308, "1.7976931348623157E308"),
+        (-0.0, "-0.0"),
+        (float("nan"), "NaN"),
+        (float("-inf"), "-Infinity"),
+    ],
+)
+def test_doubles_are_spelled_as_java_double_to_string(value: float, java: str) -> None:
+    assert java_double_string(value) == java
