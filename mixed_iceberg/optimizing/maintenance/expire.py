@@ -5,6 +5,8 @@ keeps it:
 
 - it is among the ``snapshot.keep.min-count`` newest ancestors of the current snapshot
   (the current snapshot itself always stays), or the head of a branch or tag;
+- it is the ancestor that was current when ``snapshot.keep.duration`` began: time travel to
+  any moment of the kept window needs the state of that moment;
 - it is, or descends from, the latest BaseStore snapshot flagged ``optimized-sequence.exist``:
   readers walk the parent chain back to it for the optimized sequence (Amoro #1720);
 - it is, or descends from, the newest snapshot of a commit writer
@@ -109,7 +111,9 @@ def plan_expiry(metadata: TableMetadata, *, expire_before_ms: int, min_count: in
             flagged = True
             depth = max(depth, index)
         if snapshot.timestamp_ms >= expire_before_ms:
-            depth = max(depth, index)
+            # and the ancestor that was current at the cutoff: a read as of any time inside
+            # snapshot.keep.duration then finds the store's state of that time
+            depth = max(depth, index + 1)
     kept_chain = {snapshot.snapshot_id for snapshot in chain[: depth + 1]}
     protected = {
         ref.snapshot_id
