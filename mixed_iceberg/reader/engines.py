@@ -435,6 +435,8 @@ def _aggregate_column(
         counted = np.cumsum((added | retract).astype(np.int64))
         seen = counted - np.where(start > 0, counted[np.maximum(start - 1, 0)], 0) if n else counted
         result = pa.array(total - offset).cast(column.type, safe=False)
+        if function == "count":  # how many values the key got: 0, not null, when none
+            return result
         return pc.if_else(pa.array(seen > 0), result, pa.nulls(n, column.type))
     if function == "first_value":
         return _take(column, np.where(_last_where(data, start) >= 0, _next_where(data)[start], -1))
@@ -471,9 +473,10 @@ def _prefix_join(text: pa.Array, start: npt.NDArray[np.int64], delimiter: str) -
     while step < n:
         inside = pa.array(index - step >= start)
         shifted = pa.concat_arrays([pa.nulls(step, text.type), result.slice(0, n - step)])
-        joined = pc.binary_join_element_wise(shifted, result, pa.scalar(delimiter, text.type), null_handling="skip")
-        joined = pc.if_else(pc.and_(pc.is_null(shifted), pc.is_null(result)), pa.nulls(n, text.type), joined)
-        result = pc.if_else(inside, joined, result)
+        # "emit_null" and coalesce: pyarrow 20's null_handling="skip" returns a short array
+        # when an input is a slice (a length of 2 for 3 rows)
+        joined = pc.binary_join_element_wise(shifted, result, pa.scalar(delimiter, text.type), null_handling="emit_null")
+        result = pc.if_else(inside, pc.coalesce(joined, result, shifted), result)
         step *= 2
     return result
 

@@ -117,3 +117,23 @@ def test_sequence_field_keeps_the_newest_by_value_not_by_arrival(catalog: MixedC
     assert rows_of(table.scan().to_arrow()) == []
     cdc = [(r["_change_action"], r["cat"]) for r in table.changes().to_arrow().to_pylist()]
     assert cdc == [("+I", "new"), ("-D", "new")], "rows that change nothing emit nothing"
+
+
+def test_aggregation_count_listagg_and_last_value_over_nulls(catalog: MixedCatalog) -> None:
+    table = _table(
+        catalog,
+        **{
+            "merge-engine": "aggregation",
+            "fields.qty.aggregate-function": "count",
+            "fields.cat.aggregate-function": "listagg",
+            "fields.cat.ignore-retract": "true",
+            "fields.price.aggregate-function": "last_value",
+        },
+    )
+    _commit(table, ("+I", 1, None, None, 1.0), ("+I", 2, None, 5, None))
+    _commit(table, ("+I", 1, "x", 3, None), ("+I", 1, None, None, 2.0), ("+I", 1, "y", 4, None))
+    assert rows_of(table.scan().to_arrow()) == [(1, "x,y", 2, None), (2, None, 1, None)]
+    _commit(table, ("-D", 1, None, 4, 9.0))  # retracts the values it carries: one qty, the last price
+    assert rows_of(table.scan().to_arrow()) == [(1, "x,y", 1, None), (2, None, 1, None)]
+    table.optimizing.run("full")
+    assert rows_of(table.scan().to_arrow()) == [(1, "x,y", 1, None), (2, None, 1, None)]
