@@ -237,9 +237,7 @@ def _puffin_blob(base: Table, metadata: TableMetadata, snapshot_id: int, blob_ty
     if not stats:
         return None, "it has no statistics file"
     path = stats[0].statistics_path
-    if not any(blob.type == blob_type for blob in stats[0].blob_metadata):
-        return None, f"its statistics file {path} has no {blob_type} blob"
-    try:
+    try:  # the file's footer decides, not the blob list in the table metadata
         with base.io.new_input(path).open() as stream:
             puffin = PuffinFile(stream.read())
         for blob in puffin.footer.blobs:
@@ -248,7 +246,7 @@ def _puffin_blob(base: Table, metadata: TableMetadata, snapshot_id: int, blob_ty
                 return {str(k): int(v) for k, v in payload.items()}, ""
     except (OSError, ValueError, TypeError, AttributeError) as exc:  # missing or malformed file
         return None, f"its statistics file {path} is unreadable ({type(exc).__name__}: {exc})"
-    return None, f"its statistics file {path} lists a {blob_type} blob its footer lacks"
+    return None, f"its statistics file {path} has no {blob_type} blob"
 
 
 def repair_optimized_sequence(base: Table, *, table_name: str = "") -> CommitOutcome | None:
