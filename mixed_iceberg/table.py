@@ -24,8 +24,8 @@ from mixed_iceberg.changestore.writer import WriterIdentity
 from mixed_iceberg.exceptions import NotKeyedTableError
 from mixed_iceberg.options import TableOptions
 from mixed_iceberg.reader.changes import ChangeScan
-from mixed_iceberg.reader.engines import MergeConfig
 from mixed_iceberg.reader.history import table_history, table_snapshots
+from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.scan import MixedScan
 from mixed_iceberg.schema import arrow_schema
 from mixed_iceberg.schema_evolution import MixedSchemaUpdate, complete_schema_change

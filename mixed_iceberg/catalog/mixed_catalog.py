@@ -31,7 +31,7 @@ from mixed_iceberg.catalog.markers import (
 )
 from mixed_iceberg.catalog.partitioning import partition_spec
 from mixed_iceberg.exceptions import ConfigError, CorruptTableError, NoSuchTableError, TableExistsError
-from mixed_iceberg.reader.engines import validate_merge_properties
+from mixed_iceberg.reader.merge_options import validate_merge_properties
 from mixed_iceberg.schema import arrow_schema, keyed_iceberg_schema
 from mixed_iceberg.schema_evolution import complete_schema_change
 from mixed_iceberg.table import MixedTable

@@ -33,8 +33,9 @@ from mixed_iceberg.format import parse_change
 from mixed_iceberg.optimizing.collect import CollectedTable
 from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, OptimizingType, RewriteTask
 from mixed_iceberg.reader.data_files import deleted_positions
-from mixed_iceberg.reader.engines import MergeConfig, merge_by_engine
+from mixed_iceberg.reader.engines import merge_by_engine
 from mixed_iceberg.reader.merge import LSN, KeyedRows, keep_rows, latest_by_key
+from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.plan import ChangeFileRef
 from mixed_iceberg.reader.read import base_lsn, filesystem_for, read_base_rows, read_change_rows
 from mixed_iceberg.store.datafiles import data_location

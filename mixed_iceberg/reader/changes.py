@@ -23,8 +23,9 @@ from pyiceberg.expressions import AlwaysTrue, BooleanExpression, In, Reference
 from pyiceberg.table.snapshots import Snapshot
 
 from mixed_iceberg.exceptions import NoSuchTableError, NotKeyedTableError
-from mixed_iceberg.reader.engines import MergeConfig, scan_states
+from mixed_iceberg.reader.engines import scan_states
 from mixed_iceberg.reader.merge import LSN, key_codes
+from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.plan import PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import read_change_rows
 from mixed_iceberg.store.entries import live_files

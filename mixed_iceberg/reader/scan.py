@@ -26,9 +26,10 @@ from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
 from mixed_iceberg.exceptions import InvalidScanError, NoSuchSnapshotError, SnapshotExpiredError
 from mixed_iceberg.format import parse_base
 from mixed_iceberg.reader.data_files import read_positional
-from mixed_iceberg.reader.engines import MergeConfig, merge_by_engine
+from mixed_iceberg.reader.engines import merge_by_engine
 from mixed_iceberg.reader.filters import split_filter
 from mixed_iceberg.reader.merge import LSN, KeyedRows, keep_rows, latest_by_key
+from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.plan import ChangeFileRef, PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import base_lsn, is_maskable, read_base_rows, read_base_unmasked, read_change_rows
 from mixed_iceberg.store.entries import live_files, plan_scan_tasks

@@ -13,7 +13,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mixed_iceberg.reader.engines import MergeConfig, MergeEngine, scan_states
+from mixed_iceberg.reader.engines import scan_states
+from mixed_iceberg.reader.merge_options import MergeConfig, MergeEngine
 
 Row = tuple[str, int, int | None, str | None, int]
 

@@ -1,0 +1,184 @@
+"""Merge options of a keyed table (Paimon's names), parsed once and checked against its schema.
+
+``merge-engine`` (deduplicate, partial-update, aggregation, first-row), ``sequence.field``,
+``ignore-delete`` and ``fields.<column>.aggregate-function`` / ``ignore-retract`` /
+``list-agg-delimiter``. What each engine does with a key's rows: :mod:`mixed_iceberg.reader.engines`.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from mixed_iceberg.exceptions import PropertyError
+
+__all__ = ["AGGREGATE_FUNCTIONS", "RETRACTABLE", "MergeConfig", "MergeEngine", "validate_merge_properties"]
+
+ENGINE_KEY = "merge-engine"
+SEQUENCE_KEY = "sequence.field"
+IGNORE_DELETE_KEY = "ignore-delete"
+_FIELD_KEY = re.compile(r"^fields\.(?P<column>[^.]+)\.(?P<option>aggregate-function|ignore-retract|list-agg-delimiter)$")
+
+#: Functions ``aggregation`` offers, and those that can take back a value (-U/-D).
+AGGREGATE_FUNCTIONS = (
+    "sum",
+    "min",
+    "max",
+    "last_value",
+    "last_non_null_value",
+    "first_value",
+    "count",
+    "bool_and",
+    "bool_or",
+    "listagg",
+)
+RETRACTABLE = frozenset({"sum", "count", "last_value", "last_non_null_value"})
+_DEFAULT_FUNCTION = "last_non_null_value"
+
+
+class MergeEngine(enum.Enum):
+    """``merge-engine``: how a key's rows combine."""
+
+    DEDUPLICATE = "deduplicate"
+    PARTIAL_UPDATE = "partial-update"
+    AGGREGATION = "aggregation"
+    FIRST_ROW = "first-row"
+
+
+@dataclass(frozen=True, slots=True)
+class MergeConfig:
+    """The merge options of one table, parsed and checked against its columns."""
+
+    engine: MergeEngine = MergeEngine.DEDUPLICATE
+    sequence_field: str | None = None
+    ignore_delete: bool = False
+    functions: Mapping[str, str] = field(default_factory=dict)
+    ignore_retract: frozenset[str] = frozenset()
+    delimiters: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_default(self) -> bool:
+        """Deduplicate by arrival: the fast path (no sort) applies."""
+        return self.engine is MergeEngine.DEDUPLICATE and self.sequence_field is None and not self.ignore_delete
+
+    @property
+    def needs_delete_values(self) -> bool:
+        """Whether deletes must be read whole (aggregation retracts the values they carry)."""
+        return self.engine is MergeEngine.AGGREGATION and not self.ignore_delete
+
+    @property
+    def filters_after_merge(self) -> bool:
+        """Whether value filters may only apply to merged rows: the result of a key then depends
+        on rows older than its latest, so none of its rows may be skipped by value."""
+        return self.engine in (MergeEngine.PARTIAL_UPDATE, MergeEngine.AGGREGATION, MergeEngine.FIRST_ROW)
+
+    def function(self, column: str) -> str:
+        return self.functions.get(column, _DEFAULT_FUNCTION)
+
+    @classmethod
+    def from_properties(
+        cls, properties: Mapping[str, str], columns: Mapping[str, pa.DataType], primary_key: Sequence[str], table: str = ""
+    ) -> MergeConfig:
+        """Parse and check the merge options.
+
+        Raises:
+            PropertyError: an unknown engine, function or column; a function that cannot take
+                back a value where retractions may come; a sequence field that is not a column.
+        """
+        where = f"table {table}: " if table else ""
+        raw = properties.get(ENGINE_KEY, MergeEngine.DEDUPLICATE.value).strip().lower()
+        try:
+            engine = MergeEngine(raw)
+        except ValueError:
+            expected = ", ".join(e.value for e in MergeEngine)
+            raise PropertyError(f"{where}property {ENGINE_KEY!r}: expected one of {expected}, found {raw!r}") from None
+        sequence = properties.get(SEQUENCE_KEY) or None
+        if sequence is not None and sequence not in columns:
+            raise PropertyError(f"{where}property {SEQUENCE_KEY!r}: expected a column of {list(columns)}, found {sequence!r}")
+        if sequence is not None and sequence in primary_key:
+            raise PropertyError(f"{where}property {SEQUENCE_KEY!r}: expected a non-key column, found key column {sequence!r}")
+        ignore = properties.get(IGNORE_DELETE_KEY, "false").strip().lower()
+        if ignore not in ("true", "false"):
+            raise PropertyError(f"{where}property {IGNORE_DELETE_KEY!r}: expected true or false, found {ignore!r}")
+        functions: dict[str, str] = {}
+        retract: set[str] = set()
+        delimiters: dict[str, str] = {}
+        for key, value in properties.items():
+            match = _FIELD_KEY.match(key)
+            if key.startswith("fields.") and match is None:
+                raise PropertyError(
+                    f"{where}unknown property {key!r}; expected fields.<column>.aggregate-function, "
+                    "fields.<column>.ignore-retract or fields.<column>.list-agg-delimiter"
+                )
+            if match is None:
+                continue
+            column, option = match.group("column"), match.group("option")
+            if column not in columns or column in primary_key:
+                raise PropertyError(f"{where}property {key!r}: expected a non-key column of {list(columns)}, found {column!r}")
+            if option == "aggregate-function":
+                if value not in AGGREGATE_FUNCTIONS:
+                    raise PropertyError(
+                        f"{where}property {key!r}: expected one of {', '.join(AGGREGATE_FUNCTIONS)}, found {value!r}"
+                    )
+                functions[column] = value
+            elif option == "ignore-retract":
+                if value.strip().lower() not in ("true", "false"):
+                    raise PropertyError(f"{where}property {key!r}: expected true or false, found {value!r}")
+                if value.strip().lower() == "true":
+                    retract.add(column)
+            else:
+                delimiters[column] = value
+        config = cls(engine, sequence, ignore == "true", functions, frozenset(retract), delimiters)
+        config._check(columns, primary_key, properties, where)
+        return config
+
+    def _check(
+        self, columns: Mapping[str, pa.DataType], primary_key: Sequence[str], properties: Mapping[str, str], where: str
+    ) -> None:
+        if self.sequence_field is not None and self.engine is not MergeEngine.DEDUPLICATE:
+            raise PropertyError(f"{where}{SEQUENCE_KEY} needs {ENGINE_KEY}=deduplicate, found {self.engine.value}")
+        if self.functions and self.engine is not MergeEngine.AGGREGATION:
+            raise PropertyError(
+                f"{where}fields.<column>.aggregate-function needs {ENGINE_KEY}=aggregation, found {self.engine.value}"
+            )
+        if (
+            self.engine is not MergeEngine.DEDUPLICATE
+            and properties.get("write.upsert.enabled", "false").strip().lower() == "true"
+        ):
+            raise PropertyError(
+                f"{where}{ENGINE_KEY}={self.engine.value} needs write.upsert.enabled=false "
+                "(upsert writes a delete before every insert, which would reset each key)"
+            )
+        if self.engine is not MergeEngine.AGGREGATION:
+            return
+        for column, dtype in columns.items():
+            if column in primary_key:
+                continue
+            function = self.function(column)
+            if function not in RETRACTABLE and not (self.ignore_delete or column in self.ignore_retract):
+                raise PropertyError(
+                    f"{where}aggregate {function} of column {column!r} cannot take back a value a -U or -D retracts; "
+                    f"expected fields.{column}.ignore-retract=true or {IGNORE_DELETE_KEY}=true"
+                )
+            numeric = pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype)
+            if function in ("sum", "count") and not numeric:
+                raise PropertyError(f"{where}aggregate {function} of column {column!r} needs a numeric column, found {dtype}")
+            if function in ("bool_and", "bool_or") and not pa.types.is_boolean(dtype):
+                raise PropertyError(f"{where}aggregate {function} of column {column!r} needs a boolean column, found {dtype}")
+            if function == "listagg" and not (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
+                raise PropertyError(f"{where}aggregate listagg of column {column!r} needs a string column, found {dtype}")
+
+
+def validate_merge_properties(
+    properties: Mapping[str, str], columns: Mapping[str, pa.DataType], primary_key: Sequence[str], table: str = ""
+) -> MergeConfig:
+    """:meth:`MergeConfig.from_properties`, refusing merge options on a table without a key."""
+    touched = [k for k in properties if k in (ENGINE_KEY, SEQUENCE_KEY, IGNORE_DELETE_KEY) or k.startswith("fields.")]
+    if touched and not primary_key:
+        where = f"table {table}: " if table else ""
+        raise PropertyError(f"{where}properties {touched} need a primary key; this table has none")
+    return MergeConfig.from_properties(properties, columns, primary_key, table)
