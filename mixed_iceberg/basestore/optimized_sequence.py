@@ -57,6 +57,7 @@ from mixed_iceberg.store.delete_files import add_snapshot_properties
 __all__ = [
     "BASE_OPTIMIZED_TIME",
     "OPTIMIZED_SEQUENCE",
+    "OPTIMIZED_SINCE",
     "REPAIRED_FROM",
     "SUMMARY_COPY",
     "read_optimized_sequence",
@@ -72,6 +73,10 @@ SUMMARY_COPY = {
     OPTIMIZED_SEQUENCE: "mixed-iceberg.optimized-sequence",
     BASE_OPTIMIZED_TIME: "mixed-iceberg.base-optimized-time",
 }
+#: BaseStore property: the sequence number of the first snapshot that recorded an optimized
+#: sequence. A snapshot at or after it whose ancestry holds no flagged snapshot lost it to
+#: another engine's snapshot expiry (the record itself cannot outlive its snapshot).
+OPTIMIZED_SINCE = "mixed-iceberg.optimized-since-sequence"
 #: Summary key of a repair snapshot: the id of the snapshot whose summary copy it restored.
 REPAIRED_FROM = "mixed-iceberg.optimized-sequence.repaired-from"
 _MAGIC = b"PFA1"
@@ -159,6 +164,8 @@ def stage_optimized_sequence(
     )
     with txn.update_statistics() as update:
         update.set_statistics(statistics)
+    if OPTIMIZED_SINCE not in metadata.properties:
+        txn.set_properties({OPTIMIZED_SINCE: str(sequence_number)})
     add_snapshot_properties(
         txn,
         snapshot_id,
@@ -193,9 +200,16 @@ def read_optimized_sequence(base: Table, snapshot: Snapshot | None, blob_type: s
         raise ValueError(f"expected a blob type in {sorted(SUMMARY_COPY)}, found {blob_type!r}")
     metadata = base.metadata
     flagged = _flagged_snapshot(metadata, snapshot)
-    if flagged is None:
-        return _legacy(metadata.properties, blob_type)
     name = ".".join(base.name())
+    if flagged is None:
+        since = metadata.properties.get(OPTIMIZED_SINCE)
+        if since is not None and snapshot is not None and (snapshot.sequence_number or 0) >= int(since):
+            raise OptimizedSequenceMismatchError(
+                f"{name}: snapshot {snapshot.snapshot_id} (sequence {snapshot.sequence_number}): expected a snapshot "
+                f"flagged {OPTIMIZED_SEQUENCE}.exist in its ancestry (the table was optimized since sequence {since}), "
+                "found none; another engine probably expired it (e.g. Spark's expire_snapshots)"
+            )
+        return _legacy(metadata.properties, blob_type)
     raw_copy = flagged.summary.get(SUMMARY_COPY[blob_type]) if flagged.summary is not None else None
     copy = _parse_copy(raw_copy, name, flagged.snapshot_id, blob_type) if raw_copy is not None else None
     blob, why_missing = _puffin_blob(base, metadata, flagged.snapshot_id, blob_type)

@@ -254,3 +254,26 @@ def test_repair_without_a_copy_raises(tmp_path: Path) -> None:
     _replace_statistics(table.refresh().base_store, [SKETCH])
     with pytest.raises(OptimizedSequenceMismatchError):
         TableMaintenance(table.refresh()).repair_optimized_sequence()
+
+
+def test_flagged_snapshot_expired_by_another_engine_raises_instead_of_reading_merged_rows_again(tmp_path: Path) -> None:
+    """Spark's expire_snapshots keeps no Mixed-Iceberg snapshot: once the flagged one is gone the
+    table used to read as never optimized (merged change rows came back as duplicates)."""
+    from mixed_iceberg.basestore.optimized_sequence import OPTIMIZED_SINCE
+
+    table = local_catalog(tmp_path).create_table("db.expired", SCHEMA, primary_key=["id"])
+    table.bulk_load(changes([("+I", 1, "a", 1, 1.0)]).drop_columns(["_change_action"]))
+    with table.new_transaction() as txn:
+        txn.write(changes([("+I", 1, "b", 2, 2.0)]))
+    table.optimizing.run("minor")
+    base = table.refresh().base_store
+    assert OPTIMIZED_SINCE in base.properties
+    flagged = base.current_snapshot()
+    assert flagged is not None
+    base.append(changes([("+I", 9, "z", 9, 9.0)]).drop_columns(["_change_action"]).cast(SCHEMA))  # unflagged
+    base.maintenance.expire_snapshots().by_ids([s.snapshot_id for s in base.metadata.snapshots[:-1]]).commit()
+    assert base.refresh().metadata.snapshot_by_id(flagged.snapshot_id) is None
+    with pytest.raises(OptimizedSequenceMismatchError, match="expired"):
+        table.scan().to_arrow()
+    with pytest.raises(OptimizedSequenceMismatchError):
+        table.optimizing.run("minor")
