@@ -154,12 +154,18 @@ def figures(result: dict[str, Any], manifest: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, p in phases.items():
         commit = sum(p["commit_s"])
+        # Per-run kinds and CPU seconds (absent from results written before they were recorded).
+        kinds = p.get("optimize_kinds") or [None] * len(p["optimize_s"])
+        cpu = p.get("optimize_cpu_s") or [0.0] * len(p["optimize_s"])
         out[name] = {
             "rows_per_s": p["upserts"] / commit if commit else None,
             "rows_per_s_with_optimize": p["upserts"] / (commit + sum(p["optimize_s"])) if commit else None,
             "commit_ms_median": statistics.median(p["commit_s"]) * 1000,
             "commit_ms_p95": pct(p["commit_s"], 0.95) * 1000,
             "optimize_s": sum(p["optimize_s"]),
+            "optimize_cpu_s": sum(cpu),
+            "minor_s": sum(s for s, k in zip(p["optimize_s"], kinds, strict=True) if k == "minor"),
+            "minor_cpu_s": sum(s for s, k in zip(cpu, kinds, strict=True) if k == "minor"),
             "optimize_types": p["optimize_types"],
             "read_s": {q: r["median_s"] for q, r in p["reads"].items()},
             "files": p["files"],

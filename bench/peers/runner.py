@@ -74,6 +74,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         name = phase["name"]
         commit_s: list[float] = []
         optimize_s: list[float] = []
+        optimize_cpu_s: list[float] = []  # process time, all threads: moves less with other load
+        optimize_kinds: list[str | None] = []
         optimize_types: dict[str, int] = {}
         series: list[dict[str, Any]] = []
         for i, rel in enumerate(phase["batches"]):
@@ -83,9 +85,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             system.load(batch) if name == "load" else system.commit(batch)
             commit_s.append(time.perf_counter() - started)
             if name != "load":
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
                 kind = system.optimize()
                 optimize_s.append(time.perf_counter() - started)
+                optimize_cpu_s.append(time.process_time() - cpu)
+                optimize_kinds.append(kind)
                 if kind:
                     optimize_types[kind] = optimize_types.get(kind, 0) + 1
             if name == "stream":
@@ -113,6 +117,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "upserts": phase["upserts"],
             "commit_s": commit_s,
             "optimize_s": optimize_s,
+            "optimize_cpu_s": optimize_cpu_s,
+            "optimize_kinds": optimize_kinds,
             "optimize_types": optimize_types,
             "reads": reads,
             "files": files,
