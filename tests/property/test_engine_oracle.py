@@ -99,19 +99,28 @@ def replay_engine(
     return sorted(tuple(v) for v in state.values())
 
 
+@pytest.mark.parametrize("partition_by", [None, ["cat"]], ids=["unpartitioned", "keys-move-between-partitions"])
 @pytest.mark.parametrize("engine", list(ENGINES))
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(
     history=upsert_histories(),
     runs=st.lists(st.sampled_from([None, "minor", "major", "full"]), min_size=1, max_size=4),
 )
 def test_merged_read_equals_engine_replay(
-    tmp_path: Path, engine: str, history: tuple[list[Row], list[list[Row]]], runs: list[str | None]
+    tmp_path: Path,
+    engine: str,
+    partition_by: list[str] | None,
+    history: tuple[list[Row], list[list[Row]]],
+    runs: list[str | None],
 ) -> None:
     properties, apply = ENGINES[engine]
     initial, txns = history
     table = local_catalog(tmp_path / "c").create_table(
-        f"db.e{next(_names)}", ORDERS_SCHEMA, primary_key=["id"], properties={**properties, "self-optimizing.target-size": "1024"}
+        f"db.e{next(_names)}",
+        ORDERS_SCHEMA,
+        primary_key=["id"],
+        partition_by=partition_by,
+        properties={**properties, "self-optimizing.target-size": "1024"},
     )
     if initial:
         table.bulk_load(changes(initial).drop_columns(["_change_action"]))
