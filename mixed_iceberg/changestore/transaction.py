@@ -47,7 +47,8 @@ class ChangeTransaction:
         self._commit_id = commit_id
         self._summary = dict(summary or {})
         self._writer = writer or WriterIdentity()
-        self._target = arrow_schema(table.schema(), field_ids=False)
+        self._schema = table.schema()  # files are written with the ids rows were validated against
+        self._target = arrow_schema(self._schema, field_ids=False)
         self._batches: list[tuple[pa.Table, npt.NDArray[np.int8]]] = []
         self._offset = 0
         self._previous: tuple[int, pa.Table] | None = None
@@ -92,7 +93,14 @@ class ChangeTransaction:
             actions = np.concatenate([acts for _, acts in self._batches])
             to_insert, to_delete = route_rows(actions, upsert=self._table.options.upsert)
             files = write_change_files(
-                store, data, to_insert, to_delete, self._table.primary_key, self._table.options.change_buckets, self._writer
+                store,
+                data,
+                to_insert,
+                to_delete,
+                self._table.primary_key,
+                self._table.options.change_buckets,
+                self._writer,
+                schema=self._schema,
             )
         if not files and self._commit_id is None:
             self._state = "committed"

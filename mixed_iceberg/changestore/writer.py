@@ -64,13 +64,17 @@ def write_change_files(
     buckets: int,
     writer: WriterIdentity,
     transaction_id: int = 0,
+    schema: Schema | None = None,
 ) -> list[DataFile]:
     """Write ``rows`` (table columns + ``_file_offset``) into ``I``/``ED`` files of ``store``.
 
     ``transaction_id`` 0 makes readers use the file's data sequence number, as Amoro's Flink
     writer does: the transaction id is then the ChangeStore commit that adds the file.
+    ``schema``: the schema ``rows`` were validated against (default: the store's current one).
+    The files carry its field ids, so a schema change committed meanwhile cannot relabel the
+    columns (readers resolve them by id).
     """
-    schema = store.schema()
+    schema = schema or store.schema()
     file_schema = Schema(*schema.fields, FILE_OFFSET_FIELD, schema_id=schema.schema_id)
     rows = pa.Table.from_arrays(rows.columns, schema=change_file_schema(schema))
     masks = ((insert_mask, DataFileType.INSERT_FILE), (delete_mask, DataFileType.EQ_DELETE_FILE))

@@ -220,7 +220,14 @@ def execute_task(
             if config.needs_delete_values or config.sequence_field:
                 assert table.change_store is not None
                 wanted = schema.column_names if config.needs_delete_values else [*keys, str(config.sequence_field)]
-                deletes = read_change_rows(table.change_store.io, schema, [r for r in refs if r.is_delete], wanted, AlwaysTrue())
+                deletes = read_change_rows(
+                    table.change_store.io,
+                    schema,
+                    [r for r in refs if r.is_delete],
+                    wanted,
+                    AlwaysTrue(),
+                    schemas=table.change_store.metadata.schemas,
+                )
             survivors, kills = _merge_by_engine(table, config, data, inserts, deletes, segments, earlier_by_path)
         elif inserts is not None and deletes is not None:
             output.rows_in = data.num_rows + inserts.num_rows + deletes.num_rows

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from pyiceberg.types import DoubleType, LongType, StringType
+from pyiceberg.types import DoubleType, IntegerType, LongType, StringType
 
 from mixed_iceberg import MixedTable
 from mixed_iceberg.exceptions import CommitConflictError, SchemaEvolutionError
@@ -335,3 +335,21 @@ def test_keyed_time_travel_and_changes_before_a_rename_use_the_new_name(table: M
     ]
     cdc = table.changes(from_snapshot=first.snapshot_id).to_arrow()
     assert [(r["_change_action"], r["category"]) for r in cdc.to_pylist()] == [("-U", "a"), ("+U", "b")]
+
+
+def test_a_transaction_writes_with_the_schema_it_validated_against(tmp_path: Path) -> None:
+    """A schema change committed between write() and commit() cannot relabel the columns: the
+    files carry the ids of the schema the rows were checked against (a drop plus an add of one
+    type would otherwise read the dropped column's values under the new name)."""
+    from tests.support.tables import rows_of
+
+    table = local_catalog(tmp_path / "tx").create_table("db.tx", ORDERS_SCHEMA, primary_key=["id"])
+    txn = table.new_transaction()
+    txn.write(changes([("+I", 1, "a", 7, 1.0)]))
+    other = local_catalog(tmp_path / "tx").load_table("db.tx")
+    with other.update_schema() as update:
+        update.delete_column("qty")
+        update.add_column("stock", IntegerType())
+    table.refresh()  # e.g. a reader of the same table object in between
+    txn.commit()
+    assert rows_of(table.refresh().scan().to_arrow()) == [(1, "a", 1.0, None)]
