@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from pyiceberg.expressions import BooleanExpression
+from pyiceberg.transforms import VoidTransform
 
 from mixed_iceberg.exceptions import CommitConflictError, PropertyError
 from mixed_iceberg.optimizing.collect import CollectedTable, collect
@@ -41,12 +42,16 @@ Clock = Callable[[], float]
 
 
 def crosses_partitions(table: MixedTable) -> bool:
-    """Whether a keyed table is partitioned by a column outside its key (a key can move)."""
+    """Whether a keyed table is partitioned by a column outside its key (a key can move); a
+    ``void`` field puts every row in one value, so it moves nothing."""
     if not table.is_keyed:
         return False
     spec = table.base_store.spec()
     schema = table.schema()
-    return any(schema.find_column_name(f.source_id) not in table.primary_key for f in spec.fields)
+    return any(
+        schema.find_column_name(f.source_id) not in table.primary_key and not isinstance(f.transform, VoidTransform)
+        for f in spec.fields
+    )
 
 
 def _as_type(value: OptimizingType | str | None) -> OptimizingType | None:

@@ -190,3 +190,15 @@ def test_time_travel_after_expiry_raises_instead_of_answering_wrongly(catalog: M
     with pytest.raises(SnapshotExpiredError, match="BaseStore snapshot of that time"):
         table.scan(snapshot_id=snapshots[2].snapshot_id).to_arrow()  # type: ignore[union-attr]
     assert len(table.scan().to_arrow()) == 5
+
+
+@pytest.mark.parametrize(
+    ("partition_by", "moves"), [(None, False), (["bucket(4, id)"], False), (["void(cat)"], False), (["cat"], True)]
+)
+def test_tables_partitioned_by_a_column_outside_the_key_are_merged_across_partitions(
+    catalog: MixedCatalog, partition_by: list[str] | None, moves: bool
+) -> None:
+    from mixed_iceberg.optimizing.engine import crosses_partitions
+
+    table = catalog.create_table(f"db.x{next(_names)}", ORDERS_SCHEMA, primary_key=["id"], partition_by=partition_by)
+    assert crosses_partitions(table) is moves
