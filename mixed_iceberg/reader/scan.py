@@ -18,6 +18,7 @@ import pyarrow.dataset as ds
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import bind, extract_field_ids
 from pyiceberg.io.pyarrow import expression_to_pyarrow
+from pyiceberg.manifest import DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
 from pyiceberg.table.snapshots import Snapshot
@@ -311,6 +312,13 @@ class MixedScan:
         row even when the filter drops it. Written only by engines that load the BaseStore
         while the ChangeStore holds unmerged rows; none of ours does."""
         oldest = min(r.transaction_id for r in refs)
+        base = self.table.base_store
+        # From the cached manifest entries first: planning again is only worth it when some file may conflict.
+        if not any(
+            live.data_file.content == DataFileContent.DATA and parse_base(live.data_file.file_path).transaction_id >= oldest
+            for live in live_files(base, self.base_snapshot)
+        ):
+            return []
         candidates = [t for t in self._base_tasks(self.filter.keys) if parse_base(t.file.file_path).transaction_id >= oldest]
         if not candidates:
             return []

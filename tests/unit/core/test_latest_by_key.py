@@ -202,3 +202,24 @@ def test_tables_partitioned_by_a_column_outside_the_key_are_merged_across_partit
 
     table = catalog.create_table(f"db.x{next(_names)}", ORDERS_SCHEMA, primary_key=["id"], partition_by=partition_by)
     assert crosses_partitions(table) is moves
+
+
+def test_a_base_row_newer_than_the_tail_hides_it_even_when_the_filter_drops_the_base_row(catalog: MixedCatalog) -> None:
+    """Another engine (Amoro's Spark writer) may load a BaseStore file whose transaction id is
+    above the unmerged change rows: its row is the key's latest, whatever the value filter."""
+    from mixed_iceberg.schema import arrow_schema
+    from mixed_iceberg.store.commit import commit_files
+    from mixed_iceberg.store.layout import split_sized
+    from mixed_iceberg.store.writing import write_groups
+    from mixed_iceberg.typedef import DataFileType
+
+    table = _table(catalog)
+    _commit(table, ("+I", 1, "old", 7, 1.0), ("+I", 2, "keep", 7, 1.0))
+    base = table.refresh().base_store
+    rows = changes([("+I", 1, "newer", 1, 1.0)]).drop_columns(["_change_action"]).cast(arrow_schema(table.schema()))
+    writer = table.writer_identity()
+    groups = split_sized(base, rows, table.primary_key, table.options.base_buckets, table.options.target_file_size)
+    files = write_groups(base, groups, base.schema(), lambda g: writer.file_name(g.node, DataFileType.BASE_FILE, 99))
+    commit_files(base, added=files, table_name=table.name)
+    assert rows_of(table.scan().to_arrow()) == [(1, "newer", 1, 1.0), (2, "keep", 7, 1.0)]
+    assert rows_of(table.scan(row_filter="qty > 3").to_arrow()) == [(2, "keep", 7, 1.0)], "the old version resurfaced"
