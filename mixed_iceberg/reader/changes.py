@@ -24,7 +24,7 @@ from pyiceberg.table.snapshots import Snapshot
 
 from mixed_iceberg.exceptions import NoSuchTableError, NotKeyedTableError
 from mixed_iceberg.reader.engines import scan_states
-from mixed_iceberg.reader.merge import LSN, key_codes
+from mixed_iceberg.reader.merge import LSN, KeyIndex, key_codes
 from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.plan import PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import read_change_rows
@@ -212,9 +212,8 @@ class ChangeScan:
                 row_filter = In(Reference(keys[0]), touched.to_pylist())  # type: ignore[call-arg]
         scan = MixedScan.at(self.table, self._start, row_filter=row_filter, before_first=self._first_change())
         state = scan.to_arrow()
-        codes, _ = key_codes([pa.chunked_array([*rows.column(k).chunks, *state.column(k).chunks]) for k in keys])
-        touched_groups = int(codes[: rows.num_rows].max()) + 1
-        return state.filter(pa.array(codes[rows.num_rows :] < touched_groups))
+        touched = KeyIndex([rows.column(k) for k in keys]).lookup([state.column(k) for k in keys]) >= 0
+        return state.filter(pa.array(touched))
 
     def _first_change(self) -> Snapshot | None:
         """The first ChangeStore snapshot of the range, when it starts at the beginning."""

@@ -24,7 +24,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mixed_iceberg.reader.merge import key_codes
+from mixed_iceberg.reader.merge import KeyIndex
 from mixed_iceberg.reader.merge_options import MergeConfig, MergeEngine
 
 __all__ = ["ScannedStates", "merge_by_engine", "scan_states"]
@@ -320,15 +320,11 @@ def merge_by_engine(
     n_tail = tail.num_rows
     if n_tail == 0:
         return [np.ones(t.num_rows, dtype=bool) for t in settled], tail
-    codes, _ = key_codes(
-        [pa.chunked_array([*tail.column(k).chunks, *(c for t in settled for c in t.column(k).chunks)]) for k in keys]
-    )
-    groups = int(codes[:n_tail].max()) + 1
-    bounds = np.cumsum([n_tail, *(t.num_rows for t in settled)])
+    index = KeyIndex([tail.column(k) for k in keys])
     masks, picked, picked_codes = [], [], []
-    for table, begin in zip(settled, bounds[:-1], strict=True):
-        own = codes[begin : begin + table.num_rows]
-        touched = own < groups
+    for table in settled:
+        own = index.lookup([table.column(k) for k in keys]) if table.num_rows else np.empty(0, np.int64)
+        touched = own >= 0
         masks.append(~touched)
         picked.append(np.flatnonzero(touched))
         picked_codes.append(own[touched])
@@ -338,7 +334,7 @@ def merge_by_engine(
         config,
         rows,
         keys,
-        np.concatenate([*picked_codes, codes[:n_tail]]),
+        np.concatenate([*picked_codes, index.codes]),
         np.concatenate(
             [
                 *(t.column(lsn).to_numpy()[p] for t, p in zip(settled, picked, strict=True)),

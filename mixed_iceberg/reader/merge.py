@@ -28,7 +28,7 @@ import pyarrow.dataset as ds
 
 from mixed_iceberg.exceptions import CorruptTableError
 
-__all__ = ["BASE_OFFSET", "LSN", "KeyedRows", "keep_rows", "key_codes", "latest_by_key", "latest_rows", "pack_lsn"]
+__all__ = ["BASE_OFFSET", "LSN", "KeyIndex", "KeyedRows", "keep_rows", "key_codes", "latest_by_key", "latest_rows", "pack_lsn"]
 
 LSN = "__lsn"
 _KEEP = "__keep"
@@ -63,24 +63,63 @@ def keep_rows(rows: pa.Table, keep: npt.NDArray[np.bool_]) -> pa.Table:
     return ds.dataset(marked).to_table(filter=pc.field(_KEEP), columns=rows.column_names)
 
 
-def _encode(column: Column) -> tuple[npt.NDArray[np.int64], int]:
+def _plain(column: Column) -> pa.Array:
+    """One array of hashable values: chunks combined, dictionaries decoded, uuid as its storage."""
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if pa.types.is_dictionary(array.type):
         array = array.cast(array.type.value_type)
-    if isinstance(array, pa.ExtensionArray):  # uuid: hashed by its fixed-size storage
+    if isinstance(array, pa.ExtensionArray):
         array = array.storage
-    encoded = pc.dictionary_encode(array)
-    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(encoded.dictionary)
+    return array
+
+
+def _indices(encoded: pa.Array) -> npt.NDArray[np.int64]:
+    return np.asarray(encoded.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+class KeyIndex:
+    """Dense codes for the key tuples of some rows (the change tail), and lookups of other rows'
+    keys (the BaseStore's) in them. Only the indexed rows' keys are hashed into a table; other
+    rows are probed against it (one hash lookup per row and key column), so a probe of a large
+    BaseStore costs no hash table of its own keys."""
+
+    def __init__(self, columns: Sequence[Column]) -> None:
+        self._dictionaries: list[pa.Array] = []
+        #: per extra key column: the combined codes seen so far, numbered densely (so that
+        #: codes stay below the row count and the next combination cannot overflow)
+        self._tuples: list[pa.Array] = []
+        codes = np.empty(0, np.int64)
+        for position, column in enumerate(columns):
+            encoded = pc.dictionary_encode(_plain(column))
+            self._dictionaries.append(encoded.dictionary)
+            more = _indices(encoded.indices)
+            if position == 0:
+                codes = more
+                continue
+            combined = pc.dictionary_encode(pa.array(codes * len(encoded.dictionary) + more))
+            self._tuples.append(combined.dictionary)
+            codes = _indices(combined.indices)
+        self.codes = codes
+        self.groups = len(self._tuples[-1]) if self._tuples else len(self._dictionaries[0])
+
+    def lookup(self, columns: Sequence[Column]) -> npt.NDArray[np.int64]:
+        """The code of each row's key, or -1 where the indexed rows do not hold it."""
+        codes = np.empty(0, np.int64)
+        for position, (column, dictionary) in enumerate(zip(columns, self._dictionaries, strict=True)):
+            found = _indices(pc.index_in(_plain(column), value_set=dictionary))
+            if position == 0:
+                codes = found
+                continue
+            combined = np.where((codes < 0) | (found < 0), -1, codes * len(dictionary) + found)
+            codes = _indices(pc.index_in(pa.array(combined), value_set=self._tuples[position - 1]))
+        return codes
 
 
 def key_codes(columns: Sequence[Column]) -> tuple[npt.NDArray[np.int64], int]:
     """Dense codes of key tuples (equal iff the tuples are equal), numbered by first appearance,
     and how many there are. One hash pass per key column."""
-    codes, count = _encode(columns[0])
-    for column in columns[1:]:
-        more, width = _encode(column)
-        codes, count = _encode(pa.array(codes * width + more))
-    return codes, count
+    index = KeyIndex(columns)
+    return index.codes, index.groups
 
 
 def latest_rows(
@@ -137,15 +176,16 @@ def latest_by_key(
     n_tail = sum(len(t) for t in tail)
     if n_tail == 0:
         return [np.ones(len(s), dtype=bool) for s in settled], [np.zeros(0, dtype=bool) for _ in tail]
-    inputs = [*tail, *settled]  # tail first: its keys take the first codes
     width = len(tail[0].keys)
-    types = [next(k for part in inputs for k in [part.keys[i]]).type for i in range(width)]
-    columns = [_concat([part.keys[i] for part in inputs if len(part)], types[i]) for i in range(width)]
-    codes, _ = key_codes(columns)
-    tail_groups = int(codes[:n_tail].max()) + 1
-    tail_codes = codes[:n_tail]
-    settled_codes = codes[n_tail:]
-    in_tail = settled_codes < tail_groups
+    like = [next(part.keys[i] for part in tail if len(part)).type for i in range(width)]
+    index = KeyIndex([_concat([part.keys[i] for part in tail if len(part)], like[i]) for i in range(width)])
+    tail_groups = index.groups
+    tail_codes = index.codes
+    if settled and sum(len(s) for s in settled):
+        settled_codes = index.lookup([_concat([part.keys[i] for part in settled if len(part)], like[i]) for i in range(width)])
+    else:
+        settled_codes = np.empty(0, np.int64)
+    in_tail = settled_codes >= 0
     # Candidates in tie order: settled rows of tail keys, then the tail.
     settled_lsn = np.concatenate([s.lsn for s in settled]) if settled else np.empty(0, np.int64)
     settled_data = np.concatenate([s.is_data for s in settled]) if settled else np.empty(0, bool)
