@@ -114,8 +114,8 @@ def _segment_keys(base: Table, segments: Sequence[BaseFile], keys: list[str]) ->
 def _alive_rows(
     base: Table, segments: Sequence[BaseFile], columns: list[str], deleted: Mapping[str, npt.NDArray[np.int64]]
 ) -> tuple[pa.Table, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """``columns`` of the rows of ``segments`` no position delete removed, their positions across
-    all segments (file order), and each segment's row count."""
+    """``columns`` of the rows of ``segments`` no position delete removed (with their LSN), their
+    positions across all segments (file order), and each segment's row count."""
     found = _segment_keys(base, segments, columns)
     counts = np.fromiter((s.records for s in segments), dtype=np.int64, count=len(segments))
     dead = np.concatenate(
@@ -127,7 +127,8 @@ def _alive_rows(
     is_alive = np.ones(found.num_rows, dtype=bool)
     is_alive[dead[(dead >= 0) & (dead < found.num_rows)]] = False
     alive = np.flatnonzero(is_alive)
-    return found.take(pa.array(alive)), alive, counts
+    lsn = np.repeat(base_lsn([s.transaction_id for s in segments]), counts)[alive]
+    return found.take(pa.array(alive)).append_column(LSN, pa.array(lsn)), alive, counts
 
 
 def _merge_by_engine(
@@ -149,8 +150,7 @@ def _merge_by_engine(
     counts = np.zeros(0, np.int64)
     if segments:
         rows, alive, counts = _alive_rows(table.base_store, segments, columns, deleted)
-        lsn = np.repeat(base_lsn([s.transaction_id for s in segments]), counts)[alive]
-        settled.append(rows.append_column(LSN, pa.array(lsn)))
+        settled.append(rows)
     masks, merged = merge_by_engine(config, keys, settled, inserts.select(data.column_names), deletes, LSN)
     survivors = pa.concat_tables([keep_rows(data, masks[0]).drop_columns([LSN]), merged.select(columns)])
     kills = _per_segment(alive[~masks[1]], counts) if segments else []
@@ -207,27 +207,20 @@ def execute_task(
         scans = [_scan_task(collected, f) for f in task.rewrite]
         data = read_base_rows(base, scans, [f.transaction_id for f in task.rewrite], schema, AlwaysTrue())
         inserts = deletes = None
+        config = table.merge_config
         if table.change_store is not None and refs:
             io = table.change_store.io
             history = table.change_store.metadata.schemas
             inserts = read_change_rows(
                 io, schema, [r for r in refs if not r.is_delete], schema.column_names, AlwaysTrue(), schemas=history
             )
-            deletes = read_change_rows(io, schema, [r for r in refs if r.is_delete], keys, AlwaysTrue())
-        config = table.merge_config
+            # Deletes carry their values only where the engine takes them back (aggregation),
+            # and their sequence.field value where that orders them.
+            sequence = [config.sequence_field] if config.sequence_field else []
+            wanted = schema.column_names if config.needs_delete_values else [*keys, *sequence]
+            deletes = read_change_rows(io, schema, [r for r in refs if r.is_delete], wanted, AlwaysTrue(), schemas=history)
         if inserts is not None and deletes is not None and not config.is_default:
             output.rows_in = data.num_rows + inserts.num_rows + deletes.num_rows
-            if config.needs_delete_values or config.sequence_field:
-                assert table.change_store is not None
-                wanted = schema.column_names if config.needs_delete_values else [*keys, str(config.sequence_field)]
-                deletes = read_change_rows(
-                    table.change_store.io,
-                    schema,
-                    [r for r in refs if r.is_delete],
-                    wanted,
-                    AlwaysTrue(),
-                    schemas=table.change_store.metadata.schemas,
-                )
             survivors, kills = _merge_by_engine(table, config, data, inserts, deletes, segments, earlier_by_path)
         elif inserts is not None and deletes is not None:
             output.rows_in = data.num_rows + inserts.num_rows + deletes.num_rows
@@ -237,8 +230,7 @@ def execute_task(
             if segments:
                 # Segment rows of the tail's keys compete too: a newer change row retires them.
                 found, alive, counts = _alive_rows(base, segments, keys, earlier_by_path)
-                lsn = np.repeat(base_lsn([s.transaction_id for s in segments]), counts)[alive]
-                settled.append(KeyedRows.of([found.column(k) for k in keys], lsn, True))
+                settled.append(KeyedRows.of([found.column(k) for k in keys], found.column(LSN).to_numpy(), True))
             (data_keep, *segment_keep), (insert_keep, _, *_) = latest_by_key(
                 settled,
                 [

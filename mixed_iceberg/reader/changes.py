@@ -33,7 +33,7 @@ from mixed_iceberg.store.entries import live_files
 if TYPE_CHECKING:
     from mixed_iceberg.table import MixedTable
 
-__all__ = ["ChangeScan", "derive_actions", "derive_engine_actions"]
+__all__ = ["ChangeScan", "derive_actions"]
 
 ACTION = "_change_action"
 _ORDER = "__order"
@@ -41,62 +41,21 @@ _ORDER = "__order"
 _PUSHED_KEYS = 1000
 
 
-def derive_actions(changes: pa.Table, is_data: npt.NDArray[np.bool_], before: pa.Table, keys: list[str]) -> pa.Table:
+def derive_actions(
+    config: MergeConfig, changes: pa.Table, is_data: npt.NDArray[np.bool_], before: pa.Table, keys: list[str]
+) -> pa.Table:
     """CDC rows (``_change_action``, in LSN order) from change rows and the states before them. Pure.
 
     ``changes`` holds the table's columns plus ``LSN``; ``before`` holds the table's columns of
-    the touched keys' states before the first change (a key absent from it did not exist).
+    the touched keys' states before the first change (a key absent from it did not exist). A
+    row's effect is the change of its key's merged state under ``config``'s engine (a first-row
+    key ignores later inserts, a partial update shows the merged row). Under a merge engine a
+    row that leaves the state as it was emits nothing (a late row that ``sequence.field`` ranks
+    below the key's row, say); under plain deduplication every data row is an update.
     """
     columns = [c for c in changes.column_names if c != LSN]
-    n = changes.num_rows
-    if n == 0:
+    if changes.num_rows == 0:
         return _empty(changes, columns)
-    codes, groups = key_codes([pa.chunked_array([*before.column(k).chunks, *changes.column(k).chunks]) for k in keys])
-    before_codes, change_codes = codes[: before.num_rows], codes[before.num_rows :]
-    lsn = changes.column(LSN).to_numpy()
-    order = np.lexsort((is_data, lsn, change_codes))
-    code, lsn_s, data_s = change_codes[order], lsn[order], is_data[order]
-    # A delete right before a data row of its key with the same LSN is that update's half.
-    half = np.zeros(n, dtype=bool)
-    half[:-1] = ~data_s[:-1] & data_s[1:] & (code[:-1] == code[1:]) & (lsn_s[:-1] == lsn_s[1:])
-    rows = order[~half]
-    code, data_s = change_codes[rows], is_data[rows]
-    first = np.ones(len(rows), dtype=bool)
-    first[1:] = code[1:] != code[:-1]
-    state_of = np.full(groups, -1, dtype=np.int64)
-    state_of[before_codes] = np.arange(before.num_rows, dtype=np.int64)
-    # The state before each row: the key's initial state (row of `before`), or the row before it.
-    prior = np.where(first, state_of[code], before.num_rows + np.concatenate([[0], rows[:-1]]))
-    exists = np.where(first, state_of[code] >= 0, np.concatenate([[False], data_s[:-1]]))
-    source = pa.concat_tables([before.select(columns), changes.select(columns)], promote_options="permissive")
-    own = before.num_rows + rows
-    parts = [
-        (prior[data_s & exists], rows[data_s & exists], "-U", 0),
-        (own[data_s & exists], rows[data_s & exists], "+U", 1),
-        (own[data_s & ~exists], rows[data_s & ~exists], "+I", 1),
-        (prior[~data_s & exists], rows[~data_s & exists], "-D", 0),
-    ]
-    take = np.concatenate([p[0] for p in parts])
-    at = np.concatenate([p[1] for p in parts])
-    out = source.take(pa.array(take))
-    out = out.append_column(ACTION, pa.array(np.concatenate([np.full(len(p[0]), p[2]) for p in parts]), pa.string()))
-    rank = np.concatenate([np.full(len(p[0]), p[3], np.int8) for p in parts])
-    in_order = np.lexsort((rank, lsn[at]))
-    out = out.take(pa.array(in_order))
-    out_lsn = lsn[at][in_order]
-    return out.append_column("_transaction_id", pa.array(out_lsn >> 32)).append_column(
-        "_file_offset", pa.array(out_lsn & 0xFFFFFFFF)
-    )
-
-
-def derive_engine_actions(
-    config: MergeConfig, changes: pa.Table, is_data: npt.NDArray[np.bool_], before: pa.Table, keys: list[str]
-) -> pa.Table:
-    """:func:`derive_actions` under a merge engine: a row's effect is the change of its key's
-    merged state (a first-row key ignores later inserts, a partial update shows the merged row).
-    Rows that leave the state as it was emit nothing (a late row that ``sequence.field`` ranks
-    below the key's row, say)."""
-    columns = [c for c in changes.column_names if c != LSN]
     n_before = before.num_rows
     rows = pa.concat_tables([before.select(columns), changes.select(columns)], promote_options="permissive")
     codes, _ = key_codes([rows.column(k) for k in keys])
@@ -113,7 +72,7 @@ def derive_engine_actions(
     prev_exists = ~first[step] & scanned.exists[np.maximum(prev_at, 0)]
     cur_at, cur_exists = step, scanned.exists[step]
     row_lsn = lsn[scanned.order][step]
-    same = _equal_rows(scanned.states, prev_at, cur_at)
+    same = _equal_rows(scanned.states, prev_at, cur_at) if not config.is_default else np.zeros(len(step), dtype=bool)
     parts = [
         (prev_at, prev_exists & cur_exists & ~same, "-U", 0),
         (cur_at, prev_exists & cur_exists & ~same, "+U", 1),
@@ -196,10 +155,7 @@ class ChangeScan:
         rows = pa.concat_tables([inserts, deletes.select(inserts.column_names)])
         is_data = np.concatenate([np.ones(inserts.num_rows, bool), np.zeros(deletes.num_rows, bool)])
         before = self._states_before(rows, keys) if rows.num_rows else table.arrow_schema().empty_table()
-        config = table.merge_config
-        if not config.is_default and rows.num_rows:
-            return derive_engine_actions(config, rows, is_data, before, keys)
-        return derive_actions(rows, is_data, before, keys)
+        return derive_actions(table.merge_config, rows, is_data, before, keys)
 
     def _states_before(self, rows: pa.Table, keys: list[str]) -> pa.Table:
         """The merged state, as of the start of the range, of the keys ``rows`` touch."""
