@@ -4,6 +4,7 @@
 
     MixedIcebergError
     ├── ConfigError                 catalogs.yaml / keyword overrides are wrong
+    │   └── UnsupportedColumnTypeError  a table column type the ingest job's CDC format cannot carry
     ├── PropertyError               a table property is unknown or has a bad value
     ├── InvalidSchemaError          create_table: a reserved column name, a key type that cannot be hashed
     ├── InvalidFilterError          a row filter does not parse or names a column the table lacks
@@ -52,6 +53,7 @@ __all__ = [
     "SchemaMismatchError",
     "SnapshotExpiredError",
     "TableExistsError",
+    "UnsupportedColumnTypeError",
     "WriterFailedError",
 ]
 
@@ -62,6 +64,12 @@ class MixedIcebergError(Exception):
 
 class ConfigError(MixedIcebergError):
     """Catalog configuration (YAML, environment, keyword overrides) is missing or invalid."""
+
+
+class UnsupportedColumnTypeError(ConfigError):
+    """The ingest job's table has a column whose type its source format cannot carry (for
+    Debezium JSON: a type no Debezium encoding maps to, such as decimal256 or a list of
+    decimals). Raised before the job creates the table, naming the column and its type."""
 
 
 class PropertyError(MixedIcebergError):

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from mixed_iceberg.changestore.batch import ACTION_COLUMN
+from mixed_iceberg.ingest.decode import debezium_json_type, from_debezium
 from mixed_iceberg.logstore.format import ACTION_NAMES, join_lines
 
 __all__ = ["CdcFormat", "CdcParser", "DeadLetters", "ParsedChanges"]
@@ -75,10 +76,11 @@ class ParsedChanges:
 
 
 def _json_type(kind: pa.DataType, fmt: CdcFormat) -> pa.DataType:
-    if pa.types.is_date(kind):
-        return pa.int32() if fmt is CdcFormat.DEBEZIUM_JSON else pa.string()
-    if pa.types.is_timestamp(kind) or pa.types.is_time(kind):
-        return pa.int64() if fmt is CdcFormat.DEBEZIUM_JSON else pa.string()
+    """What a column of type ``kind`` is read as; Debezium's encodings: :mod:`.decode`."""
+    if fmt is CdcFormat.DEBEZIUM_JSON:
+        return debezium_json_type(kind)
+    if pa.types.is_date(kind) or pa.types.is_timestamp(kind) or pa.types.is_time(kind):
+        return pa.string()
     return kind
 
 
@@ -138,7 +140,10 @@ class CdcParser:
 
     # -- reading, with bisection around messages the JSON reader rejects -------------------------
     def _convert(self, image: pa.Array) -> pa.StructArray:
-        children = [pc.struct_field(image, [i]).cast(f.type) for i, f in enumerate(self.schema)]
+        if self.format is CdcFormat.DEBEZIUM_JSON:
+            children = [from_debezium(pc.struct_field(image, [i]), f.type) for i, f in enumerate(self.schema)]
+        else:
+            children = [pc.struct_field(image, [i]).cast(f.type) for i, f in enumerate(self.schema)]
         names = [f.name for f in self.schema]
         return pa.StructArray.from_arrays(children, names=names, mask=pc.invert(pc.is_valid(image)))
 
