@@ -46,6 +46,7 @@ bench-peers: install
 	bench/peers/.envs/orchestrator/bin/python bench/peers/orchestrate.py $(ARGS)
 
 clean:
+	-bash scripts/services/connect.sh clean
 	-bash scripts/services/seaweedfs.sh clean
 	-bash scripts/services/postgres.sh clean
 	-bash scripts/services/kafka.sh clean

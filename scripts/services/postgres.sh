@@ -7,12 +7,20 @@
 # uses trust authentication and holds the database `mixed_iceberg`. `start` is idempotent;
 # `stop` keeps the data; `clean` stops and deletes it. See docs/setup.md.
 #
+# The cluster runs with wal_level = logical (and room for replication slots), so Debezium's
+# PostgreSQL connector can stream from it (scripts/services/connect.sh, docs/debezium.md).
+# `start` adds these settings to a cluster made before they existed and, when that cluster is
+# running with another wal_level, restarts it: it first waits (MIXED_ICEBERG_PG_RESTART_WAIT
+# seconds, default 60) for other clients to disconnect, since a restart drops their connections.
+# That happens once per cluster; afterwards the settings are in its postgresql.conf.
+#
 # Environment:
 #   MIXED_ICEBERG_PG_PORT      TCP port (default 55432; when unset and 55432 is taken by
 #                              something else, a free port is picked and `url` reports it)
 #   MIXED_ICEBERG_PG_DATABASE  database created on start (default mixed_iceberg)
 #   MIXED_ICEBERG_PG_BINDIR    directory holding initdb/pg_ctl/psql (default: found on PATH or
 #                              the newest /usr/lib/postgresql/*/bin)
+#   MIXED_ICEBERG_PG_RESTART_WAIT  seconds to wait for idle before a restart for logical WAL
 #   MIXED_ICEBERG_SERVICES_DIR state root (default <repo>/.services)
 set -euo pipefail
 
@@ -22,6 +30,9 @@ STATE="$SERVICES/postgres"
 PORT="${MIXED_ICEBERG_PG_PORT:-55432}"
 DATABASE="${MIXED_ICEBERG_PG_DATABASE:-mixed_iceberg}"
 SUPERUSER=postgres
+RESTART_WAIT="${MIXED_ICEBERG_PG_RESTART_WAIT:-60}"
+# The marker line of the logical-decoding settings in postgresql.conf.
+LOGICAL_MARKER="# mixed-iceberg: logical decoding (Debezium)"
 # PostgreSQL refuses to run as root; as root the cluster belongs to this OS user.
 OS_USER=postgres
 
@@ -177,9 +188,49 @@ ensure_database() {
     fi
 }
 
+# Appends the logical-decoding settings to the cluster's postgresql.conf unless it has them.
+# max_slot_wal_keep_size bounds the WAL that a slot left behind (a crashed test) can pin.
+ensure_logical_conf() {
+    local conf="$1/data/postgresql.conf"
+    as_owner grep -qxF "$LOGICAL_MARKER" "$conf" && return 0
+    as_owner tee -a "$conf" >/dev/null <<EOF
+
+$LOGICAL_MARKER
+wal_level = logical
+max_replication_slots = 20
+max_wal_senders = 20
+max_slot_wal_keep_size = 1GB
+EOF
+}
+
+# A running cluster whose wal_level is not logical gets the settings and a restart.
+ensure_logical_running() {
+    local level
+    level="$(psql_cmd -d postgres -tAc "SHOW wal_level")" || die "cannot query wal_level"
+    [[ "$level" == logical ]] && return 0
+    local dir others=0 i
+    dir="$(cluster_dir)"
+    ensure_logical_conf "$dir"
+    for ((i = 0; i < RESTART_WAIT; i++)); do
+        others="$(psql_cmd -d postgres -tAc "SELECT count(*) FROM pg_stat_activity
+            WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")"
+        [[ "$others" == 0 ]] && break
+        ((i % 10 == 0)) && log "wal_level is $level; waiting for $others client connection(s) to close before restarting"
+        sleep 1
+    done
+    [[ "$others" == 0 ]] || log "restarting although $others client connection(s) are open (waited $RESTART_WAIT s)"
+    log "restarting with wal_level = logical (was $level)"
+    # pg_ctl restart reuses the options of the running server (its port) from postmaster.opts.
+    as_owner "$BINDIR/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -m fast -w -t 60 restart >/dev/null ||
+        die "pg_ctl restart failed; see $dir/postgres.log"
+    level="$(psql_cmd -d postgres -tAc "SHOW wal_level")"
+    [[ "$level" == logical ]] || die "expected wal_level logical after the restart, found $level"
+}
+
 start() {
     ensure_bindir
     if is_running; then
+        ensure_logical_running
         ensure_database
         log "already running on 127.0.0.1:$(current_port)"
         url
@@ -208,6 +259,7 @@ full_page_writes = off
 max_connections = 100
 EOF
     fi
+    ensure_logical_conf "$dir"
     if port_in_use "$PORT"; then
         [[ -z "${MIXED_ICEBERG_PG_PORT:-}" ]] ||
             die "127.0.0.1:$PORT (MIXED_ICEBERG_PG_PORT) is already in use"

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "CONNECT",
     "FLINK",
     "KAFKA",
     "POSTGRES",
@@ -226,6 +227,9 @@ SEAWEEDFS = ServiceScript("seaweedfs", "endpoint")
 KAFKA = ServiceScript("kafka", "bootstrap", start_timeout=600.0)
 # A standalone session cluster from PyFlink's distribution (may fetch the connector jar too).
 FLINK = ServiceScript("flink", "rest", start_timeout=600.0)
+# A Kafka Connect worker with Debezium's PostgreSQL connector (may fetch its jars first); it
+# writes to the broker MIXED_ICEBERG_KAFKA_BOOTSTRAP names, so lease KAFKA first.
+CONNECT = ServiceScript("connect", "url", start_timeout=600.0)
 
 
 def main(argv: list[str]) -> int:
@@ -234,7 +238,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m tests.support.services reap", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    for service in (POSTGRES, SEAWEEDFS, KAFKA, FLINK):
+    for service in (CONNECT, POSTGRES, SEAWEEDFS, KAFKA, FLINK):
         service.reap()
     return 0
 
