@@ -61,7 +61,11 @@ def caught_up(config: IngestConfig) -> bool:
     starts = {p: done[p] or low for p, (low, _) in marks.items()}
     if table.options.log_store_enabled or config.dead_letter_topic:
         address = table.options.log_store_address or source.bootstrap_servers
-        positions = committed_positions(address, log_position_group(config.job_name), source.topic, sorted(marks))
+        # Not a stable fetch: a subtask that died inside a transaction leaves its offsets pending
+        # until its restart fences them, and a stable fetch would wait (and time out) until then.
+        # Committed positions only: at worst one poll behind a commit in flight.
+        group = log_position_group(config.job_name)
+        positions = committed_positions(address, group, source.topic, sorted(marks), stable=False)
         starts = {p: min(start, positions[p] or marks[p][0]) for p, start in starts.items()}
     behind = {p: start for p, start in starts.items() if start < marks[p][1]}
     return not behind or not readable_from(source.bootstrap_servers, source.topic, behind)

@@ -47,6 +47,7 @@ from mixed_iceberg.logstore.kafka import (
     committed_positions,
     ensure_partitions,
     ensure_topic,
+    fence,
     send_wakeups,
     watermarks,
 )
@@ -109,7 +110,12 @@ def prepare(config: IngestConfig) -> ResumePlan:
     table_next = committed_offsets(table, config.job_name, source.topic, partitions)
     log_next: dict[int, int | None] = dict.fromkeys(partitions)
     if log_topic is not None or dead_topic is not None:
-        log_next = committed_positions(_log_address(table, config), log_position_group(config.job_name), source.topic, partitions)
+        address = _log_address(table, config)
+        # A writer of the last run that died inside a Kafka transaction holds its partition's
+        # position (and its LogStore rows) pending until fenced: fence them all first.
+        ids = [log_transactional_id(config.job_name, source.topic, p) for p in partitions]
+        log.info("fenced %d LogStore writer(s) of the last run in %.2f s", len(ids), fence(address, ids))
+        log_next = committed_positions(address, log_position_group(config.job_name), source.topic, partitions)
     with_log = log_topic is not None or dead_topic is not None
     start = {}
     for p in partitions:

@@ -23,7 +23,6 @@ import hashlib
 import json
 import logging
 import os
-import signal
 import time
 from collections.abc import Sequence
 
@@ -36,6 +35,7 @@ from pyiceberg.schema import Schema
 from mixed_iceberg.changestore.batch import ACTION_CODES, ACTION_COLUMN
 from mixed_iceberg.changestore.writer import WriterIdentity
 from mixed_iceberg.exceptions import CommitConflictError
+from mixed_iceberg.faults import crash_point
 from mixed_iceberg.format.javahash import key_hash
 from mixed_iceberg.ingest.cdc import CdcParser, DeadLetters, ParsedChanges
 from mixed_iceberg.ingest.metrics import IngestMetrics
@@ -57,8 +57,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 SUMMARY_PREFIX = "mixed-iceberg.ingest."
-#: Crash tests only: kill -9 this process right after the n-th table commit (before Kafka's).
-KILL_AFTER_TABLE_COMMIT = "MIXED_ICEBERG_TEST_KILL_AFTER_TABLE_COMMIT"
 #: Failure tests only: a path; the first table commit of the job fails (and creates the file).
 FAIL_FIRST_TABLE_COMMIT = "MIXED_ICEBERG_TEST_FAIL_FIRST_TABLE_COMMIT"
 
@@ -224,15 +222,24 @@ class PartitionIngestor:
             except BaseException:
                 self.log_writer.abort()
                 raise
+            crash_point("after-log-send")
         if next_offset > table_from:
             self._commit_table(parsed, table_from, next_offset, received_ms)
-            if os.environ.get(KILL_AFTER_TABLE_COMMIT) == str(self.metrics.commits):
-                log.warning("%s: killing this process after table commit %d (crash test)", self.table.name, self.metrics.commits)
-                os.kill(os.getpid(), signal.SIGKILL)
+            crash_point("after-table-commit")
         if self.log_writer is not None:
             position = max(next_offset, log_from)  # a position never moves back
             self.log_writer.commit(position)
             self.log_next = position
+            crash_point("after-kafka-commit")
+            if next_offset <= table_from:  # a replay after a crash between the two commits
+                log.info(
+                    "%s: ingest commit %s/%d next=%d to the LogStore only (the table holds up to %d)",
+                    self.table.name,
+                    self.topic,
+                    self.partition,
+                    position,
+                    table_from,
+                )
 
     def _send_side_outputs(self, parsed: ParsedChanges, log_from: int) -> None:
         assert self.log_writer is not None

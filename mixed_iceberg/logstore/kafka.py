@@ -11,6 +11,7 @@ in this module only.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import functools
 import itertools
 import logging
@@ -27,6 +28,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: ignore[attr-defined]
 
 from mixed_iceberg.exceptions import LogStoreError
+from mixed_iceberg.faults import crash_point
 from mixed_iceberg.logstore.base import LogReader, LogWriter, RawRecords
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "committed_positions",
     "ensure_partitions",
     "ensure_topic",
+    "fence",
     "partition_count",
     "readable_from",
     "send_wakeups",
@@ -162,14 +165,49 @@ def readable_from(bootstrap: str, topic: str, starts: Mapping[int, int], timeout
         consumer.close()
 
 
-def committed_positions(bootstrap: str, group: str, topic: str, partitions: list[int]) -> dict[int, int | None]:
-    """Offsets committed by consumer group ``group`` on ``topic`` (None where there is none)."""
-    consumer = _consumer(bootstrap, group)
+def committed_positions(
+    bootstrap: str, group: str, topic: str, partitions: list[int], *, stable: bool = True
+) -> dict[int, int | None]:
+    """Offsets committed by consumer group ``group`` on ``topic`` (None where there is none).
+
+    ``stable``: wait until no open transaction holds offsets of ``partitions`` (a read-committed
+    fetch). A writer that died inside a transaction after sending its offsets leaves them pending
+    until the broker times the transaction out (``transaction.timeout.ms``) or a writer with its
+    transactional id :func:`fences <fence>` it; a stable fetch blocks until then. Not stable:
+    the offsets of committed transactions only, at once (possibly behind a commit in flight).
+    """
+    consumer = _consumer(bootstrap, group, None if stable else {"isolation.level": "read_uncommitted"})
     try:
         found = _committed(consumer, [TopicPartition(topic, p) for p in partitions])
         return {tp.partition: (tp.offset if tp.offset >= 0 else None) for tp in found}
     finally:
         consumer.close()
+
+
+def fence(bootstrap: str, transactional_ids: list[str]) -> float:
+    """Fence every earlier producer of ``transactional_ids``; the seconds it took.
+
+    ``init_transactions`` with a transactional id bumps its epoch: a producer still holding the
+    old one can commit nothing more, and the transaction it left open (a crash between sending
+    its offsets and committing) is aborted at once instead of when the broker times it out.
+    Until then its pending offsets block every stable offset fetch of its group and its records
+    hold back the last stable offset, so read-committed consumers of its partitions see nothing new.
+    """
+    started = time.monotonic()
+
+    def init(transactional_id: str) -> None:
+        config = {"bootstrap.servers": bootstrap, "transactional.id": transactional_id, "log_level": 3, **_NO_AUTO_CREATE}
+        producer = Producer(config)
+        try:
+            producer.init_transactions(_TIMEOUT)
+        except KafkaException as exc:
+            raise LogStoreError(f"fencing transactional id {transactional_id}: {exc.args[0]}") from exc
+        finally:
+            producer.flush(0)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(8, len(transactional_ids)))) as pool:
+        list(pool.map(init, transactional_ids))  # librdkafka waits without the GIL
+    return time.monotonic() - started
 
 
 def commit_group_offsets(bootstrap: str, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
@@ -306,6 +344,7 @@ class KafkaLogWriter(LogWriter):
             raise LogStoreError(f"log writer {self._id}: {remaining} message(s) not delivered within {_TIMEOUT} s")
         offsets = [TopicPartition(self._source.topic, self._source.partition, position)]
         self._producer.send_offsets_to_transaction(offsets, self._consumer.consumer_group_metadata(), _TIMEOUT)
+        crash_point("after-offsets-sent")
         self._producer.commit_transaction(_TIMEOUT)
 
     def abort(self) -> None:
