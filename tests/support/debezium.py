@@ -1,0 +1,220 @@
+"""A real Debezium source: Kafka Connect's REST API, a PostgreSQL source table, the comparison.
+
+Shared by ``tests/integration/test_debezium_postgres.py`` and ``scripts/demo_postgres.py``.
+The source table's columns are those of ``conf/ingest-debezium.yaml``; :func:`source_rows`
+reads PostgreSQL's state in the types the ingest job maps Debezium's encodings to (so it can
+be compared value by value with the merged read, :func:`table_rows`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg2
+import psycopg2.extensions
+from confluent_kafka import Consumer, TopicPartition
+
+from mixed_iceberg import MixedTable
+
+__all__ = [
+    "COLUMNS",
+    "ConnectClient",
+    "SourceTable",
+    "connector_config",
+    "debezium_messages",
+    "source_rows",
+    "table_rows",
+]
+
+#: The source table's columns (PostgreSQL types); the table's are in conf/ingest-debezium.yaml.
+COLUMNS: dict[str, str] = {
+    "id": "bigint PRIMARY KEY",
+    "amount": "numeric(12, 2)",
+    "day": "date",
+    "at": "timestamp",
+    "atz": "timestamptz",
+    "uid": "uuid",
+    "note": "text",
+    "flag": "boolean",
+    "raw": "bytea",
+    "doc": "jsonb",
+}
+#: Columns as PostgreSQL is asked for them: uuid and jsonb as their text (what Debezium sends).
+_SELECT = ", ".join(f"{c}::text" if COLUMNS[c] in ("uuid", "jsonb") else c for c in COLUMNS)
+
+
+class ConnectClient:
+    """Kafka Connect's REST API (``scripts/services/connect.sh url``)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            f"{self.url}{path}", data=data, method=method, headers={"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                text = response.read()
+        except urllib.error.HTTPError as exc:
+            raise RuntimeError(f"{method} {path}: expected a 2xx answer, found {exc.code}: {exc.read().decode()}") from exc
+        return json.loads(text) if text else None
+
+    def create(self, name: str, config: dict[str, str]) -> None:
+        self._call("POST", "/connectors", {"name": name, "config": config})
+
+    def status(self, name: str) -> dict[str, Any]:
+        status: dict[str, Any] = self._call("GET", f"/connectors/{name}/status")
+        return status
+
+    def restart(self, name: str) -> None:
+        """Restart the connector and its tasks (they resume from the committed source offsets)."""
+        self._call("POST", f"/connectors/{name}/restart?includeTasks=true&onlyFailed=false")
+
+    def delete(self, name: str) -> None:
+        self._call("DELETE", f"/connectors/{name}")
+
+    def wait_running(self, name: str, timeout: float = 60.0) -> None:
+        """Until the connector and its one task run; a failed task raises with its trace."""
+        deadline = time.monotonic() + timeout
+        status: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            try:
+                status = self.status(name)
+            except RuntimeError:  # 404 until the worker has read the new config
+                time.sleep(0.3)
+                continue
+            tasks = status.get("tasks", [])
+            failed = [t for t in tasks if t["state"] == "FAILED"]
+            if failed:
+                raise RuntimeError(f"connector {name}: task failed: {failed[0].get('trace', '')[:3000]}")
+            if status["connector"]["state"] == "RUNNING" and tasks and all(t["state"] == "RUNNING" for t in tasks):
+                return
+            time.sleep(0.3)
+        raise TimeoutError(f"connector {name}: expected RUNNING within {timeout} s, found {status}")
+
+
+def connector_config(*, host: str, port: int, database: str, table: str, prefix: str, partitions: int = 2) -> dict[str, str]:
+    """Debezium's PostgreSQL connector for ``public.<table>``, to topic ``<prefix>.public.<table>``.
+
+    pgoutput (built into PostgreSQL 10+), a slot and a publication of this table only, named
+    after ``prefix``; every encoding is Debezium's default (decimal.handling.mode=precise,
+    time.precision.mode=adaptive, binary.handling.mode=bytes); the topic is created with
+    ``partitions`` partitions (keyed by the primary key, as Debezium writes it)."""
+    return {
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "tasks.max": "1",
+        "database.hostname": host,
+        "database.port": str(port),
+        "database.user": "postgres",
+        "database.password": "",
+        "database.dbname": database,
+        "topic.prefix": prefix,
+        "plugin.name": "pgoutput",
+        "slot.name": prefix,
+        "publication.name": prefix,
+        "publication.autocreate.mode": "filtered",
+        "table.include.list": f"public.{table}",
+        "snapshot.mode": "initial",
+        "topic.creation.default.replication.factor": "1",
+        "topic.creation.default.partitions": str(partitions),
+    }
+
+
+@dataclass
+class SourceTable:
+    """A table in the private PostgreSQL cluster, with the columns of :data:`COLUMNS`."""
+
+    dsn: str
+    name: str
+
+    def connect(self) -> psycopg2.extensions.connection:
+        connection = psycopg2.connect(self.dsn)
+        connection.autocommit = True
+        return connection
+
+    def create(self) -> None:
+        with self.connect() as connection, connection.cursor() as cursor:
+            columns = ", ".join(f"{name} {kind}" for name, kind in COLUMNS.items())
+            cursor.execute(f"DROP TABLE IF EXISTS public.{self.name}")
+            cursor.execute(f"CREATE TABLE public.{self.name} ({columns})")
+
+    def drop(self, slot: str) -> None:
+        """Drop the table, and the replication slot and publication a connector made for it.
+
+        An active slot cannot be dropped: the connector's task holds it until it has stopped."""
+        with self.connect() as connection, connection.cursor() as cursor:
+            deadline = time.monotonic() + 30
+            while True:
+                cursor.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+                found = cursor.fetchone()
+                if found is None:
+                    break
+                if not found[0]:
+                    cursor.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"replication slot {slot} still active after 30 s")
+                time.sleep(0.3)
+            cursor.execute(f'DROP PUBLICATION IF EXISTS "{slot}"')
+            cursor.execute(f"DROP TABLE IF EXISTS public.{self.name}")
+
+
+def source_rows(connection: psycopg2.extensions.connection, table: str) -> list[tuple[object, ...]]:
+    """PostgreSQL's rows ordered by id, in the ingest job's mapping: numeric -> Decimal, date,
+    timestamp -> naive datetime, timestamptz -> aware datetime, uuid/text/jsonb -> str (jsonb
+    as PostgreSQL prints it, which is what Debezium sends), boolean, bytea -> bytes."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {_SELECT} FROM public.{table} ORDER BY id")
+        rows = cursor.fetchall()
+    return [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in rows]
+
+
+def table_rows(table: MixedTable) -> list[tuple[object, ...]]:
+    """The merged read ordered by id, as Python values (timestamptz aware, in UTC)."""
+    merged = table.scan().to_arrow().select(list(COLUMNS)).sort_by("id")
+    return [tuple(row[c] for c in COLUMNS) for row in merged.to_pylist()]
+
+
+def debezium_messages(bootstrap: str, topic: str, timeout: float = 5.0) -> Iterator[tuple[int, int, dict[str, Any] | None]]:
+    """(partition, offset, payload or None for a tombstone) of every message now in ``topic``."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"debezium-read-{time.monotonic_ns()}", "enable.auto.commit": False}
+    )
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
+        if metadata.error is not None:
+            return
+        ends: dict[int, int] = {}
+        assignment = []
+        for partition in metadata.partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+            if high > low:
+                ends[partition] = high
+                assignment.append(TopicPartition(topic, partition, low))
+        if not assignment:
+            return
+        consumer.assign(assignment)
+        deadline = time.monotonic() + timeout * 6
+        while ends and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None or message.error() is not None:
+                continue
+            partition, offset = message.partition(), message.offset()
+            value = message.value()
+            payload = None
+            if value is not None:
+                decoded = json.loads(value)
+                payload = decoded.get("payload", decoded) if isinstance(decoded, dict) else None
+            yield partition, offset, payload
+            if offset + 1 >= ends.get(partition, 0):
+                ends.pop(partition, None)
+    finally:
+        consumer.close()
