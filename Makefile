@@ -5,7 +5,7 @@ UV        := $(VENV)/bin/uv
 STAMP     := $(VENV)/.installed
 PYTHON    ?= python3
 
-.PHONY: install demo demo-library test lint typecheck unit clean bench-peers
+.PHONY: install demo demo-library demo-postgres test lint typecheck unit clean bench-peers
 
 $(STAMP): pyproject.toml requirements/overrides.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,11 @@ install: $(STAMP)
 # The real pipeline: Kafka (KRaft) + CDC producer + PyFlink ingest job; see scripts/demo_ingest.py.
 demo: install
 	$(PY) scripts/demo_ingest.py
+
+# A real Debezium source: PostgreSQL (logical decoding) -> Kafka Connect + Debezium -> Kafka ->
+# the ingest job; prints the merged table beside PostgreSQL's. See scripts/demo_postgres.py.
+demo-postgres: install
+	$(PY) scripts/demo_postgres.py
 
 # The library-only demo (no Kafka, no Flink), also the fallback of `demo` without Java/Maven.
 demo-library: install
