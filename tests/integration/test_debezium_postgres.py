@@ -157,6 +157,15 @@ class Workload:
         return key
 
 
+def wait_for_snapshot(bootstrap: str, topic: str, rows: int, timeout: float) -> None:
+    """Until the snapshot's ``rows`` reads (op r) are in ``topic``. The task runs before its
+    slot exists; rows changed before that would be read by the snapshot, not streamed."""
+    deadline = time.monotonic() + timeout
+    while sum(1 for _, _, p in debezium_messages(bootstrap, topic) if p is not None and p["op"] == "r") < rows:
+        assert time.monotonic() < deadline, f"{topic}: the snapshot's {rows} rows did not arrive within {timeout} s"
+        time.sleep(0.5)
+
+
 def wait_for_marker(bootstrap: str, topic: str, marker: str, timeout: float) -> list[dict[str, object]]:
     """Every payload of ``topic`` once the change that set ``marker`` is in it."""
     deadline = time.monotonic() + timeout
@@ -193,6 +202,7 @@ def test_debezium_postgres_changes_land_in_the_table_value_by_value(
         connect.create(prefix, config)
         try:
             connect.wait_running(prefix)
+            wait_for_snapshot(kafka_bootstrap, topic, 150, timeout=60)
             workload.statements(150)
             workload.transactions(10, size=6)
             connect.restart(prefix)
