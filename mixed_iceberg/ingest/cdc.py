@@ -6,6 +6,14 @@ expanded with Arrow/NumPy kernels. A message that breaks the JSON reader (malfor
 value of the wrong type) is isolated by bisection, so a few bad messages cost a few extra
 reads of shrinking halves while every valid message is kept. Pure: no I/O.
 
+Before the reader sees a message it is screened with whole-array kernels: a message that is
+not valid UTF-8 (one Arrow validation of the batch, bisected only when it fails), empty, or
+not a JSON object (its first byte after JSON whitespace is not ``{``) is dead-lettered at
+once. Every other byte string a topic can hold either parses or is rejected by the reader;
+none reaches it that could crash it (pyarrow 20's reader segfaults on a ``null`` heading a
+read), and no string in the output is invalid UTF-8 (the Parquet writer's statistics would
+fail on it). Dead letters carry each message's bytes exactly as given.
+
 Debezium: ``op`` c/r -> +I(after); u -> -U(before, or after when the source sends no before
 image) then +U(after); d -> -D(before). The ``{"schema":..., "payload":...}`` envelope is
 accepted too. Flink changelog JSON: ``{"op": "+I|-U|+U|-D", "data": {...}}``.
@@ -93,22 +101,71 @@ def _bytes_of(values: pa.Array) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.i
     return data[base : offsets[-1] if len(offsets) else 0], offsets[:-1] - base, offsets[1:] - base
 
 
-def _blank(
-    values: pa.Array, data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int32], stops: npt.NDArray[np.int32]
-) -> npt.NDArray[np.bool_]:
-    """Which messages are empty or whitespace only. Only messages that start with a whitespace
-    byte are checked with the string kernels (a JSON object starts with ``{``): a handful, not
-    the batch."""
+def _not_utf8(values: pa.Array) -> list[int]:
+    """Positions of the values that are not valid UTF-8: one validation of the whole array by
+    Arrow (about 0.01 us per message), bisected only when it fails."""
+    try:
+        values.cast(pa.string())
+    except pa.ArrowInvalid:
+        if len(values) == 1:
+            return [0]
+        half = len(values) // 2
+        return _not_utf8(values.slice(0, half)) + [half + i for i in _not_utf8(values.slice(half))]
+    return []
+
+
+def _utf8_reason(value: bytes) -> str:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"malformed message: not valid UTF-8 (JSON text must be): {exc.reason} at byte {exc.start}"
+    raise AssertionError("expected invalid UTF-8")  # _not_utf8 found it
+
+
+#: What a JSON text that is not an object starts with, by its first byte (after JSON whitespace).
+_NOT_AN_OBJECT = {ord("["): "an array", ord('"'): "a string", ord("t"): "a boolean", ord("f"): "a boolean",
+                  ord("n"): "null", ord("-"): "a number", 0xEF: "a byte-order mark"}  # fmt: skip
+
+
+def _not_object_reason(first: int) -> str:
+    found = _NOT_AN_OBJECT.get(first, "a number" if ord("0") <= first <= ord("9") else f"byte 0x{first:02x}")
+    return f"malformed message: expected a JSON object, found {found}"
+
+
+def _screen(
+    values: pa.Array,
+    data: npt.NDArray[np.uint8],
+    starts: npt.NDArray[np.int32],
+    stops: npt.NDArray[np.int32],
+    utf8: npt.NDArray[np.bool_],
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.uint8]]:
+    """Which messages are empty or whitespace only, and each message's first byte that is not
+    JSON whitespace (0 for a blank one). Only messages whose first byte is whitespace or a
+    multi-byte UTF-8 lead are looked at with the string kernels (a JSON object starts with
+    ``{``): a handful, not the batch. ``utf8``: the messages known to be valid UTF-8 (the
+    others are never handed to a string kernel).
+
+    The first byte decides what reaches ``pyarrow.json``: its reader crashes the process on a
+    ``null`` at the start of a read (pyarrow 20), and a text that is not an object is never a
+    change anyway."""
     empty: npt.NDArray[np.bool_] = np.equal(stops, starts)
     first = data[np.minimum(starts, max(len(data) - 1, 0))] if len(data) else np.zeros(len(starts), np.uint8)
+    first = np.where(empty, 0, first).astype(np.uint8)
+    json_space = (first == 0x09) | (first == 0x0A) | (first == 0x0D) | (first == 0x20)
     # ASCII whitespace (\t \n \v \f \r, space) or a multi-byte UTF-8 lead (Unicode whitespace).
-    candidate = ~empty & (((first >= 0x09) & (first <= 0x0D)) | (first == 0x20) | (first >= 0x80))
+    candidate = ~empty & utf8 & (((first >= 0x09) & (first <= 0x0D)) | (first == 0x20) | (first >= 0x80))
     blank = empty.copy()
     suspects = np.flatnonzero(candidate)
     if len(suspects):
-        text = pc.cast(values.take(pa.array(suspects)), pa.string(), safe=False)
+        text = pc.cast(values.take(pa.array(suspects)), pa.string(), safe=False)  # valid: checked by _not_utf8
         blank[suspects] = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(text)), 0).to_numpy(zero_copy_only=False)
-    return blank
+        spaced = np.flatnonzero(json_space[suspects] & ~blank[suspects])
+        if len(spaced):
+            trimmed = pc.cast(pc.utf8_ltrim(text.take(pa.array(spaced)), characters=" \t\n\r"), pa.binary())
+            trimmed_data, trimmed_starts, _ = _bytes_of(trimmed)
+            first[suspects[spaced]] = trimmed_data[trimmed_starts]  # not blank: a byte is left
+    first[blank] = 0
+    return blank, first
 
 
 class CdcParser:
@@ -154,8 +211,11 @@ class CdcParser:
         if lines is None:
             lines = join_lines(values).to_pybytes()
         wrapped = self._wrapped_options is not None and _PAYLOAD in lines
-        # Blocks split at newlines only, so each message stays whole; threads parse blocks in parallel.
-        options = pj.ReadOptions(block_size=max(1 << 20, len(lines) // 4 + 1), use_threads=True)
+        # Blocks split at newlines only, so each message stays whole; threads parse blocks in
+        # parallel. A message longer than a block would straddle two ("straddling object").
+        _, starts, stops = _bytes_of(values)
+        longest = int((stops - starts).max()) if len(values) else 0
+        options = pj.ReadOptions(block_size=max(1 << 20, len(lines) // 4 + 1, longest + 1), use_threads=True)
         parse_options = self._wrapped_options if wrapped else self._options
         raw = pj.read_json(pa.BufferReader(lines), read_options=options, parse_options=parse_options)
         if raw.num_rows != len(values):
@@ -255,19 +315,30 @@ class CdcParser:
         if tombstones:
             live = np.flatnonzero(present)
             values, offsets = values.take(pa.array(live)), offsets[live]
+        original = values  # dead letters keep the bytes the source holds
         data, starts, stops = _bytes_of(values)
+        dead: dict[int, str] = {}
+        utf8 = np.ones(len(values), np.bool_)
+        for position in _not_utf8(values):
+            utf8[position] = False
+            dead[position] = _utf8_reason(values[position].as_py())
+        blank, first = _screen(values, data, starts, stops, utf8)
+        dead.update({int(i): "empty message" for i in np.flatnonzero(blank)})
+        not_object = utf8 & ~blank & (first != 0x7B)  # "{"
+        dead.update({int(i): _not_object_reason(int(first[i])) for i in np.flatnonzero(not_object)})
+        readable = np.flatnonzero(utf8 & ~blank & ~not_object)
+        if len(readable) < len(values):
+            values = values.take(pa.array(readable))
+            data, starts, stops = _bytes_of(values)
         if (data == 0x0A).any() or (data == 0x0D).any():  # two passes: 4x faster than one with `|`
-            # No message may span lines; raw newlines are JSON whitespace, so spaces are equivalent.
-            values = pc.replace_substring(pc.replace_substring(values, b"\n", b" "), b"\r", b" ")
-        blank_np = _blank(values, data, starts, stops)
-        dead: dict[int, str] = {int(i): "empty message" for i in np.flatnonzero(blank_np)}
-        readable = np.flatnonzero(~blank_np)
+            # No message may span lines. Outside strings raw newlines are JSON whitespace, and so
+            # is a tab; inside strings all three are invalid, so the reader still rejects them.
+            values = pc.replace_substring(pc.replace_substring(values, b"\n", b"\t"), b"\r", b"\t")
         parts: list[pa.Table] = []
         kept: list[int] = []
         if len(readable):
             dead_local: dict[int, str] = {}
-            to_read = values if len(readable) == len(values) else values.take(pa.array(readable))
-            self._read_bisecting(to_read, 0, parts, kept, dead_local, join_lines(to_read).to_pybytes())
+            self._read_bisecting(values, 0, parts, kept, dead_local, join_lines(values).to_pybytes())
             dead.update({int(readable[i]): reason for i, reason in dead_local.items()})
         kept_rows = readable[np.asarray(kept, np.int64)] if kept else np.zeros(0, np.int64)
         read = pa.concat_tables(parts) if parts else None
@@ -293,7 +364,7 @@ class CdcParser:
         order = np.array(sorted(dead), np.int64)
         letters = DeadLetters(
             offsets[order] if len(order) else np.zeros(0, np.int64),
-            values.take(pa.array(order, pa.int64())),
+            original.take(pa.array(order, pa.int64())),
             pa.array([dead[int(i)] for i in order], pa.string()),
         )
         fields = [*(pa.field(f.name, f.type) for f in self.schema), pa.field(ACTION_COLUMN, pa.string())]

@@ -1,0 +1,133 @@
+"""CDC parser benchmark: ``CdcParser.parse`` of this tree beside the parser of a baseline revision.
+
+    .venv/bin/python bench/cdc_parser.py                  # baseline: HEAD's cdc.py
+    .venv/bin/python bench/cdc_parser.py --baseline 6edc5cc --batches 10
+
+Both parsers run in this process on the same batches of valid messages, alternating which goes
+first; each figure is the median over ``--repeats`` rounds of CPU microseconds per message
+(``time.process_time``, so the pyarrow reader's threads count) and wall microseconds. The
+baseline is ``mixed_iceberg/ingest/cdc.py`` as of ``--baseline``, loaded from git as its own
+module (its imports come from this tree). Shapes: Debezium over the ingest job's table
+(id, customer, qty, price), the same with a string, a date and a timestamp column, and
+changelog JSON. Both parsers' outputs are compared before anything is timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib.util
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from mixed_iceberg.ingest import cdc  # noqa: E402
+
+ORDERS = pa.schema([("id", pa.int64()), ("customer", pa.string()), ("qty", pa.int32()), ("price", pa.float64())])
+WIDE = pa.schema([*ORDERS, ("note", pa.string()), ("day", pa.date32()), ("at", pa.timestamp("us"))])
+
+
+def baseline_module(revision: str) -> ModuleType:
+    source = subprocess.run(
+        ["git", "show", f"{revision}:mixed_iceberg/ingest/cdc.py"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
+    spec = importlib.util.spec_from_loader("mixed_iceberg.ingest._cdc_baseline", loader=None)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    exec(compile(source, f"{revision}:cdc.py", "exec"), module.__dict__)  # our own file at a revision
+    return module
+
+
+def messages(shape: str, count: int, seed: int) -> pa.Array:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(count):
+        key = int(rng.integers(0, count // 4 + 1))
+        row: dict[str, Any] = {"id": key, "customer": f"c{key % 97}", "qty": int(rng.integers(1, 100)),
+                               "price": round(float(rng.uniform(1, 500)), 2)}  # fmt: skip
+        if shape == "debezium-wide":
+            row |= {"note": f"note {i} ünïcode", "day": 19000 + i % 500, "at": 1_700_000_000_000_000 + i}
+        if shape == "changelog":
+            message: dict[str, Any] = {"op": ("+I", "-U", "+U", "-D")[i % 4], "data": row}
+        else:
+            op = ("c", "u", "d")[i % 3]
+            before = row if op != "c" else None
+            message = {"before": before, "after": row if op != "d" else None, "op": op, "ts_ms": 1_700_000_000_000 + i,
+                       "source": {"table": "orders", "lsn": i}}  # fmt: skip
+        out.append(json.dumps(message, separators=(",", ":")).encode())
+    return pa.array(out, pa.binary())
+
+
+def run_shape(shape: str, new: ModuleType, old: ModuleType, args: argparse.Namespace) -> dict[str, object]:
+    schema = WIDE if shape == "debezium-wide" else ORDERS
+    fmt_name = "CHANGELOG_JSON" if shape == "changelog" else "DEBEZIUM_JSON"
+    parsers = {
+        "baseline": old.CdcParser(schema, ["id"], getattr(old.CdcFormat, fmt_name)),
+        "current": new.CdcParser(schema, ["id"], getattr(new.CdcFormat, fmt_name)),
+    }
+    batches = [messages(shape, args.batch, seed) for seed in range(args.batches)]
+    offsets = np.arange(args.batch, dtype=np.int64)
+    for batch in batches[:1]:
+        a, b = (p.parse(batch, offsets) for p in parsers.values())
+        if not a.changes.equals(b.changes) or len(a.dead) or len(b.dead):
+            raise SystemExit(f"{shape}: the parsers disagree (or dead-letter valid messages)")
+    cpu: dict[str, list[float]] = {name: [] for name in parsers}
+    wall: dict[str, list[float]] = {name: [] for name in parsers}
+    names = list(parsers)
+    for round_ in range(args.repeats):
+        for name in names if round_ % 2 == 0 else names[::-1]:
+            parser = parsers[name]
+            c0, w0 = time.process_time(), time.perf_counter()
+            for batch in batches:
+                parser.parse(batch, offsets)
+            n = args.batch * len(batches)
+            cpu[name].append((time.process_time() - c0) / n * 1e6)
+            wall[name].append((time.perf_counter() - w0) / n * 1e6)
+    row: dict[str, object] = {"shape": shape}
+    for name in names:
+        row[f"{name}_cpu_us"] = round(statistics.median(cpu[name]), 3)
+        row[f"{name}_wall_us"] = round(statistics.median(wall[name]), 3)
+    row["cpu_ratio"] = round(statistics.median(cpu["current"]) / statistics.median(cpu["baseline"]), 3)
+    row["wall_ratio"] = round(statistics.median(wall["current"]) / statistics.median(wall["baseline"]), 3)
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--baseline", default="HEAD", help="git revision of the baseline parser (default %(default)s)")
+    parser.add_argument("--batch", type=int, default=40_000, help="messages per parse call")
+    parser.add_argument("--batches", type=int, default=5, help="batches per round")
+    parser.add_argument("--repeats", type=int, default=7, help="rounds (median reported)")
+    parser.add_argument("--shape", action="append", choices=["debezium", "debezium-wide", "changelog"])
+    parser.add_argument("--json", type=Path, default=ROOT / "bench/results/cdc_parser.json")
+    args = parser.parse_args()
+    old = baseline_module(args.baseline)
+    revision = subprocess.run(["git", "rev-parse", "--short", args.baseline], cwd=ROOT, capture_output=True, text=True)
+    rows = [run_shape(shape, cdc, old, args) for shape in args.shape or ["debezium", "debezium-wide", "changelog"]]
+    print(f"| shape | baseline ({revision.stdout.strip()}) CPU us/msg | current CPU us/msg | ratio | wall ratio |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        print(
+            f"| {row['shape']} | {row['baseline_cpu_us']} | {row['current_cpu_us']} | {row['cpu_ratio']} | {row['wall_ratio']} |"
+        )
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    report = {"when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "baseline": revision.stdout.strip(),
+              "batch": args.batch, "batches": args.batches, "repeats": args.repeats, "shapes": rows}  # fmt: skip
+    args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
