@@ -12,7 +12,7 @@ position of the last transaction that really committed. Backends: Kafka
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,16 +24,21 @@ from mixed_iceberg.exceptions import LogStoreError
 from mixed_iceberg.logstore.format import decode_messages
 from mixed_iceberg.typedef import ChangeAction
 
-__all__ = ["LogChange", "LogReader", "LogStoreConsumer", "LogStoreError", "LogWriter", "RawRecords"]
+__all__ = ["Headers", "LogChange", "LogReader", "LogStoreConsumer", "LogStoreError", "LogWriter", "RawRecords"]
+
+#: The record headers of one message, as Kafka keeps them: (name, value) pairs in order.
+Headers = tuple[tuple[str, bytes], ...]
 
 
 @dataclass(frozen=True, slots=True)
 class RawRecords:
-    """Records fetched from one log topic: values (binary) with their partitions and offsets."""
+    """Records fetched from one log topic: values (binary) with their partitions and offsets,
+    and their headers when the reader was asked for them (``None`` otherwise)."""
 
     values: pa.Array
     partitions: npt.NDArray[np.int32]
     offsets: npt.NDArray[np.int64]
+    headers: list[Headers] | None = None
 
     def __post_init__(self) -> None:
         if not len(self.values) == len(self.partitions) == len(self.offsets):
@@ -41,6 +46,8 @@ class RawRecords:
                 f"expected equal lengths, found values={len(self.values)} partitions={len(self.partitions)} "
                 f"offsets={len(self.offsets)}"
             )
+        if self.headers is not None and len(self.headers) != len(self.values):
+            raise ValueError(f"expected one header tuple per value ({len(self.values)}), found {len(self.headers)}")
 
     def __len__(self) -> int:
         return len(self.values)
@@ -70,8 +77,17 @@ class LogWriter(abc.ABC):
         """Start a transaction."""
 
     @abc.abstractmethod
-    def send(self, topic: str, values: pa.Array, partitions: npt.NDArray[np.int32] | None = None) -> None:
-        """Queue ``values`` (binary) for ``topic`` in the open transaction, at ``partitions`` if given."""
+    def send(
+        self,
+        topic: str,
+        values: pa.Array,
+        partitions: npt.NDArray[np.int32] | None = None,
+        headers: Sequence[Headers] | None = None,
+    ) -> None:
+        """Queue ``values`` (binary) for ``topic`` in the open transaction, at ``partitions`` if given.
+
+        ``headers``: per value, the record's headers. For the error path (dead letters): a
+        backend may send such records one Python call at a time."""
 
     @abc.abstractmethod
     def commit(self, position: int) -> None:

@@ -18,7 +18,7 @@ import logging
 import operator
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: 
 
 from mixed_iceberg.exceptions import LogStoreError
 from mixed_iceberg.faults import crash_point
-from mixed_iceberg.logstore.base import LogReader, LogWriter, RawRecords
+from mixed_iceberg.logstore.base import Headers, LogReader, LogWriter, RawRecords
 
 __all__ = [
     "KafkaLogReader",
@@ -257,6 +257,14 @@ def _payloads(values: pa.Array) -> list[bytes]:
     return payloads
 
 
+def _record_headers(found: object) -> Headers:
+    """confluent-kafka's headers of one record (a list of (name, value) pairs, or None) as bytes values."""
+    if not found:
+        return ()
+    assert isinstance(found, list)  # what Message.headers() returns
+    return tuple((str(name), value if isinstance(value, bytes) else str(value or "").encode()) for name, value in found)
+
+
 class KafkaLogWriter(LogWriter):
     """A Kafka transactional producer whose position is the source offset of one partition.
 
@@ -305,7 +313,16 @@ class KafkaLogWriter(LogWriter):
     def begin(self) -> None:
         self._producer.begin_transaction()
 
-    def send(self, topic: str, values: pa.Array, partitions: npt.NDArray[np.int32] | None = None) -> None:
+    def send(
+        self,
+        topic: str,
+        values: pa.Array,
+        partitions: npt.NDArray[np.int32] | None = None,
+        headers: Sequence[Headers] | None = None,
+    ) -> None:
+        if headers is not None:
+            self._produce_with_headers(topic, _payloads(values), partitions, headers)
+            return
         if partitions is None:
             self._produce(topic, _payloads(values), -1)
             return
@@ -336,6 +353,24 @@ class KafkaLogWriter(LogWriter):
                 # let the queue drain, then resume from it.
                 start = min(start + _PRODUCE_CHUNK, len(payloads)) - operator.length_hint(remaining) - 1
                 self._producer.poll(0.1)
+        self._producer.poll(0)
+
+    def _produce_with_headers(
+        self, topic: str, payloads: list[bytes], partitions: npt.NDArray[np.int32] | None, headers: Sequence[Headers]
+    ) -> None:
+        # The error path (dead letters): a Python call per message, headers as keyword.
+        if len(headers) != len(payloads):
+            raise ValueError(
+                f"log writer {self._id}: expected one header tuple per value ({len(payloads)}), found {len(headers)}"
+            )
+        targets = partitions.tolist() if partitions is not None else [-1] * len(payloads)
+        for payload, partition, record_headers in zip(payloads, targets, headers, strict=True):
+            while True:
+                try:
+                    self._producer.produce(topic, payload, partition=partition, headers=list(record_headers))
+                    break
+                except BufferError:  # queue full: let it drain
+                    self._producer.poll(0.1)
         self._producer.poll(0)
 
     def commit(self, position: int) -> None:
@@ -377,6 +412,7 @@ class KafkaLogReader(LogReader):
     """Reads ``topic`` (every partition, from the beginning unless ``start`` says otherwise).
 
     Partitions are assigned directly (no group join); read-committed unless told otherwise.
+    ``headers``: also return each record's headers (:attr:`RawRecords.headers`).
     """
 
     def __init__(
@@ -386,10 +422,12 @@ class KafkaLogReader(LogReader):
         *,
         start: Mapping[int, int] | None = None,
         read_committed: bool = True,
+        headers: bool = False,
         properties: Mapping[str, Any] | None = None,
     ) -> None:
         extra = {"isolation.level": "read_committed" if read_committed else "read_uncommitted", **(properties or {})}
         self._consumer = _consumer(bootstrap, f"mixed-iceberg-reader-{uuid.uuid4().hex[:8]}", extra)
+        self._headers = headers
         count = partition_count(bootstrap, topic)
         if count == 0:
             raise LogStoreError(f"topic {topic} does not exist at {bootstrap}")
@@ -405,6 +443,7 @@ class KafkaLogReader(LogReader):
             pa.array([m.value() for m in good], pa.binary()),
             np.array([m.partition() for m in good], np.int32),
             np.array([m.offset() for m in good], np.int64),
+            [_record_headers(m.headers()) for m in good] if self._headers else None,
         )
 
     def close(self) -> None:

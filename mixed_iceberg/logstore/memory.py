@@ -9,6 +9,7 @@ open transaction, as Kafka's ``initTransactions`` does.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,7 +17,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from mixed_iceberg.exceptions import LogStoreError, MixedIcebergError
-from mixed_iceberg.logstore.base import LogReader, LogWriter, RawRecords
+from mixed_iceberg.logstore.base import Headers, LogReader, LogWriter, RawRecords
 
 __all__ = ["MemoryLogBroker", "MemoryLogReader", "MemoryLogWriter"]
 
@@ -28,12 +29,16 @@ class _Txn:
     state: str = _OPEN
 
 
+#: One record: value, the transaction that wrote it, headers.
+_Record = tuple[bytes, _Txn, Headers]
+
+
 @dataclass
 class MemoryLogBroker:
     """Topics, transactions and committed positions held in memory."""
 
     default_partitions: int = 4
-    topics: dict[str, list[list[tuple[bytes, _Txn]]]] = field(default_factory=dict)
+    topics: dict[str, list[list[_Record]]] = field(default_factory=dict)
     positions: dict[str, int] = field(default_factory=dict)
     epochs: dict[str, int] = field(default_factory=dict)
     open_txns: dict[str, _Txn] = field(default_factory=dict)
@@ -41,11 +46,11 @@ class MemoryLogBroker:
     def create_topic(self, topic: str, partitions: int | None = None) -> None:
         self.topics.setdefault(topic, [[] for _ in range(partitions or self.default_partitions)])
 
-    def partitions(self, topic: str) -> list[list[tuple[bytes, _Txn]]]:
+    def partitions(self, topic: str) -> list[list[_Record]]:
         """``topic``'s partitions; none when it does not exist (readers see nothing)."""
         return self.topics.get(topic, [])
 
-    def writable(self, topic: str) -> list[list[tuple[bytes, _Txn]]]:
+    def writable(self, topic: str) -> list[list[_Record]]:
         """``topic``'s partitions for a writer: like Kafka's writer, it never creates the topic.
 
         Raises:
@@ -58,7 +63,11 @@ class MemoryLogBroker:
 
     def committed_values(self, topic: str) -> list[bytes]:
         """Every committed value of ``topic``, partition by partition (for tests)."""
-        return [value for part in self.partitions(topic) for value, txn in part if txn.state == _COMMITTED]
+        return [value for value, _ in self.committed_records(topic)]
+
+    def committed_records(self, topic: str) -> list[tuple[bytes, Headers]]:
+        """Every committed value of ``topic`` with its headers, partition by partition (for tests)."""
+        return [(value, headers) for part in self.partitions(topic) for value, txn, headers in part if txn.state == _COMMITTED]
 
 
 class MemoryLogWriter(LogWriter):
@@ -88,14 +97,22 @@ class MemoryLogWriter(LogWriter):
         self._txn = _Txn()
         self._broker.open_txns[self._id] = self._txn
 
-    def send(self, topic: str, values: pa.Array, partitions: npt.NDArray[np.int32] | None = None) -> None:
+    def send(
+        self,
+        topic: str,
+        values: pa.Array,
+        partitions: npt.NDArray[np.int32] | None = None,
+        headers: Sequence[Headers] | None = None,
+    ) -> None:
         self._check_epoch()
         if self._txn is None:
             raise MixedIcebergError(f"log writer {self._id}: send outside a transaction")
+        if headers is not None and len(headers) != len(values):
+            raise ValueError(f"log writer {self._id}: expected one header tuple per value ({len(values)}), found {len(headers)}")
         parts = self._broker.writable(topic)
         targets = partitions if partitions is not None else np.array([next(self._rr) % len(parts) for _ in range(len(values))])
-        for value, target in zip(values.to_pylist(), targets.tolist(), strict=True):
-            parts[target].append((value, self._txn))
+        for i, (value, target) in enumerate(zip(values.to_pylist(), targets.tolist(), strict=True)):
+            parts[target].append((value, self._txn, tuple(headers[i]) if headers is not None else ()))
 
     def commit(self, position: int) -> None:
         self._check_epoch()
@@ -129,21 +146,23 @@ class MemoryLogReader(LogReader):
 
     def fetch(self, max_records: int = 10_000, timeout: float = 1.0) -> RawRecords:
         values: list[bytes] = []
+        headers: list[Headers] = []
         parts: list[int] = []
         offsets: list[int] = []
         for index, records in enumerate(self._broker.partitions(self._topic)):
             position = self._next.get(index, 0)
             while position < len(records) and len(values) < max_records:
-                value, txn = records[position]
+                value, txn, record_headers = records[position]
                 if txn.state == _OPEN:  # the last stable offset: nothing past it is readable yet
                     break
                 if txn.state == _COMMITTED:
                     values.append(value)
+                    headers.append(record_headers)
                     parts.append(index)
                     offsets.append(position)
                 position += 1
             self._next[index] = position
-        return RawRecords(pa.array(values, pa.binary()), np.array(parts, np.int32), np.array(offsets, np.int64))
+        return RawRecords(pa.array(values, pa.binary()), np.array(parts, np.int32), np.array(offsets, np.int64), headers)
 
     def close(self) -> None:
         self._next.clear()

@@ -85,3 +85,21 @@ def test_fake_writer_never_creates_a_topic_like_the_kafka_writer() -> None:
         writer.send("log", pa.array([b"x"]), np.array([0], np.int32))
     assert "log" not in broker.topics
     assert MemoryLogReader(broker, "log").fetch().values.to_pylist() == []  # reading a missing topic: nothing
+
+
+def test_memory_writer_keeps_headers_and_exact_bytes_per_record() -> None:
+    broker = MemoryLogBroker()
+    broker.create_topic("dlq", 2)
+    writer = MemoryLogWriter(broker, "t")
+    writer.open()
+    writer.begin()
+    values = pa.array([b"\x80\xff raw", b"line\nbreak\r\n"], pa.binary())
+    headers = [(("why", b"one"),), (("why", b"two"), ("where", b"\x00\x01"))]
+    writer.send("dlq", values, np.array([1, 0], np.int32), headers=headers)
+    with pytest.raises(ValueError, match="one header tuple per value"):
+        writer.send("dlq", values, headers=headers[:1])
+    writer.commit(7)
+    fetched = MemoryLogReader(broker, "dlq").fetch()
+    assert fetched.values.to_pylist() == [b"line\nbreak\r\n", b"\x80\xff raw"]
+    assert fetched.headers == [headers[1], headers[0]]
+    assert broker.committed_records("dlq") == [(b"line\nbreak\r\n", headers[1]), (b"\x80\xff raw", headers[0])]
