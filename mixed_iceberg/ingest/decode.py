@@ -155,7 +155,10 @@ def decimal_from_bytes(values: pa.Array, kind: pa.Decimal128Type) -> pa.Array:
     position = np.arange(len(data)) - starts[row]
     words[row, lengths[row] - 1 - position] = data  # little-endian: the last byte first
     wide = pa.Array.from_buffers(pa.decimal128(38, kind.scale), n, [validity, pa.py_buffer(words)])
-    return wide if kind.precision == 38 else wide.cast(kind)
+    if kind.precision < 38:
+        return wide.cast(kind)  # checks the precision
+    wide.validate(full=True)  # 16 bytes hold 39 digits: the full validation checks precision 38
+    return wide
 
 
 # -- the mapping ----------------------------------------------------------------------------------

@@ -93,6 +93,11 @@ def test_decimals_that_do_not_fit_are_refused(raw: bytes, reason: str) -> None:
         decimal_from_bytes(pa.array([b"\x00", raw], pa.binary()), pa.decimal128(4, 1))
 
 
+def test_a_39_digit_value_is_refused_by_a_precision_38_column() -> None:
+    with pytest.raises(pa.ArrowInvalid, match="precision"):
+        decimal_from_bytes(pa.array([java_bytes(10**38)], pa.binary()), pa.decimal128(38, 0))
+
+
 def test_temporal_values_keep_their_instant_whatever_the_unit() -> None:
     micros = pa.array([1_704_164_645_123_456, None], pa.int64())
     assert from_debezium(micros, pa.timestamp("ns")).to_pylist()[0] == dt.datetime(2024, 1, 2, 3, 4, 5, 123456)
