@@ -25,6 +25,7 @@ PyFlink imports live in this module only.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -125,8 +126,9 @@ def _sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def flink_settings(config: IngestConfig, python: str) -> dict[str, str]:
-    """The job's Flink configuration: its defaults, then the config's ``flink`` section.
+def flink_settings(config: IngestConfig, python: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The job's Flink configuration: its defaults, ``extra`` (the client's, such as the local
+    mini-cluster's REST port), then the config's ``flink`` section.
 
     A local mini-cluster has one TaskManager, so its slots are raised to the parallelism
     (a session cluster ignores the key: its slots are its own).
@@ -139,6 +141,7 @@ def flink_settings(config: IngestConfig, python: str) -> dict[str, str]:
         "python.executable": python,
         "python.client.executable": python,
         "pipeline.name": config.job_name,
+        **(extra or {}),
         **config.flink,
     }
     slots = settings.get(_SLOTS, "1")
@@ -175,7 +178,9 @@ def source_options(config: IngestConfig, *, bounded: bool = False) -> dict[str, 
     return options
 
 
-def build_pipeline(config: IngestConfig, jars: list[Path], python: str, *, bounded: bool = False) -> StreamExecutionEnvironment:
+def build_pipeline(
+    config: IngestConfig, jars: list[Path], python: str, *, bounded: bool = False, settings: Mapping[str, str] | None = None
+) -> StreamExecutionEnvironment:
     """The job graph: Kafka (SQL) -> :class:`IngestFunction` (chained) -> blackhole.
 
     The source reads the CDC topic and the job's wake-up topic (see
@@ -184,7 +189,7 @@ def build_pipeline(config: IngestConfig, jars: list[Path], python: str, *, bound
     for a single topic.
     """
     flink = Configuration()
-    for key, value in flink_settings(config, python).items():
+    for key, value in flink_settings(config, python, settings).items():
         flink.set_string(key, value)
     env = StreamExecutionEnvironment.get_execution_environment(flink)
     # Appended to pipeline.jars, not set: under `flink run` that list already holds the
@@ -194,18 +199,18 @@ def build_pipeline(config: IngestConfig, jars: list[Path], python: str, *, bound
     t_env = StreamTableEnvironment.create(env)
     options = source_options(config, bounded=bounded)
     with_clause = ", ".join(f"{_sql_string(k)} = {_sql_string(v)}" for k, v in options.items())
+    # Short table names: the chained operator is named after them ("Source: cdc[1] -> ... ->
+    # discard[4]: Writer"), and Flink warns about (and truncates) metric names over 80 characters.
     t_env.execute_sql(
-        "CREATE TEMPORARY TABLE cdc_source (msg BYTES, kafka_topic STRING METADATA FROM 'topic' VIRTUAL, "
+        "CREATE TEMPORARY TABLE cdc (msg BYTES, kafka_topic STRING METADATA FROM 'topic' VIRTUAL, "
         "kafka_partition INT METADATA FROM 'partition' VIRTUAL, "
         f"kafka_offset BIGINT METADATA FROM 'offset' VIRTUAL) WITH ({with_clause})"
     )
     ingest = udf(IngestFunction(config.to_json()), result_type=DataTypes.BIGINT(), func_type="pandas")
     t_env.create_temporary_function("mixed_iceberg_ingest", ingest)
-    t_env.execute_sql("CREATE TEMPORARY TABLE mixed_iceberg_discard (n BIGINT) WITH ('connector' = 'blackhole')")
+    t_env.execute_sql("CREATE TEMPORARY TABLE discard (n BIGINT) WITH ('connector' = 'blackhole')")
     statements = t_env.create_statement_set()
     partition = f"CASE WHEN kafka_topic = {_sql_string(config.wakeup_topic)} THEN {WAKEUP_PARTITION} ELSE kafka_partition END"
-    statements.add_insert_sql(
-        f"INSERT INTO mixed_iceberg_discard SELECT mixed_iceberg_ingest({partition}, kafka_offset, msg) FROM cdc_source"
-    )
+    statements.add_insert_sql(f"INSERT INTO discard SELECT mixed_iceberg_ingest({partition}, kafka_offset, msg) FROM cdc")
     statements.attach_as_datastream()
     return env

@@ -13,14 +13,21 @@ import logging
 import os
 import sys
 import sysconfig
-import time
 from pathlib import Path
 
 from mixed_iceberg.exceptions import ConfigError, NoSuchTableError
 from mixed_iceberg.ingest.config import IngestConfig, load_ingest_config, pin_catalog
-from mixed_iceberg.ingest.runtime import load_table, prepare
-from mixed_iceberg.ingest.writer import committed_offsets, log_position_group
-from mixed_iceberg.logstore.kafka import committed_positions, readable_from, watermarks
+from mixed_iceberg.ingest.monitor import (
+    FlinkRest,
+    TableProbe,
+    WatchOptions,
+    job_status,
+    local_rest_settings,
+    progress_log,
+    rest_url,
+    watch,
+)
+from mixed_iceberg.ingest.runtime import prepare
 
 __all__ = ["caught_up", "connector_jars", "main"]
 
@@ -49,26 +56,15 @@ def caught_up(config: IngestConfig) -> bool:
     A partition whose recorded position is below its end offset may still be consumed: the
     offsets left are transaction markers or aborted records (a transactional CDC producer,
     such as Debezium with exactly-once delivery), so those partitions are asked whether a
-    read-committed consumer finds a record from there.
+    read-committed consumer finds a record from there. The LogStore positions are read without
+    a stable fetch (see :class:`~mixed_iceberg.ingest.monitor.TableProbe`).
     """
-    source = config.source
-    marks = watermarks(source.bootstrap_servers, source.topic)
+    probe = TableProbe(config)
     try:
-        table = load_table(config)
+        state = probe.state()
     except NoSuchTableError:  # the job has not created it yet
         return False
-    done = committed_offsets(table, config.job_name, source.topic, sorted(marks))
-    starts = {p: done[p] or low for p, (low, _) in marks.items()}
-    if table.options.log_store_enabled or config.dead_letter_topic:
-        address = table.options.log_store_address or source.bootstrap_servers
-        # Not a stable fetch: a subtask that died inside a transaction leaves its offsets pending
-        # until its restart fences them, and a stable fetch would wait (and time out) until then.
-        # Committed positions only: at worst one poll behind a commit in flight.
-        group = log_position_group(config.job_name)
-        positions = committed_positions(address, group, source.topic, sorted(marks), stable=False)
-        starts = {p: min(start, positions[p] or marks[p][0]) for p, start in starts.items()}
-    behind = {p: start for p, start in starts.items() if start < marks[p][1]}
-    return not behind or not readable_from(source.bootstrap_servers, source.topic, behind)
+    return probe.caught_up(state)
 
 
 def _overrides(pairs: list[str]) -> dict[str, str]:
@@ -88,13 +84,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bounded", action="store_true", help="stop at the source's end offsets (Flink bounded mode)")
     parser.add_argument("--until-caught-up", action="store_true", help="cancel once everything in the source is committed")
     parser.add_argument("--timeout", type=float, default=0.0, help="give up after this many seconds (0: never)")
+    parser.add_argument(
+        "--progress-interval",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="a progress report every this many seconds (0: none, and without --until-caught-up the client "
+        "does not watch the job at all: for `flink run -d`)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress reports; failures and restarts still")
+    parser.add_argument(
+        "--max-restarts", type=int, default=5, help="cancel the job and exit 1 once it restarted more often than this"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _progress_output(quiet=args.quiet)
     config = pin_catalog(load_ingest_config(args.config, _overrides(args.set)))
     prepare(config)
     if args.until_caught_up and caught_up(config):
         log.info("%s: table and LogStore already hold everything in %s; nothing to run", config.job_name, config.source.topic)
         return 0
+    options = WatchOptions(
+        until_caught_up=args.until_caught_up,
+        timeout=args.timeout,
+        progress_interval=0.0 if args.quiet else args.progress_interval,
+        max_restarts=args.max_restarts,
+    )
+    watching = args.until_caught_up or args.quiet or args.progress_interval > 0
     # Python workers (and thread mode's pemja, if configured) see this venv through PYTHONPATH.
     site = sysconfig.get_paths()["purelib"]
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (site, str(_ROOT), os.environ.get("PYTHONPATH")) if p)
@@ -104,24 +120,27 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("_python_worker_execution_mode", "process")
     from mixed_iceberg.ingest.flink import build_pipeline
 
-    env = build_pipeline(config, connector_jars(), sys.executable, bounded=args.bounded)
-    started = time.monotonic()
-    if not args.until_caught_up:
+    on_cli = "PYFLINK_GATEWAY_PORT" in os.environ  # under `flink run`: the cluster's REST API
+    settings = {} if on_cli or not watching else local_rest_settings(config.flink)
+    env = build_pipeline(config, connector_jars(), sys.executable, bounded=args.bounded, settings=settings)
+    if not watching:
         env.execute(config.job_name)
         return 0
+    probe = TableProbe(config)
+    probe.state()  # the commits before the job are not counted
+    url = rest_url({**settings, **config.flink})
     client = env.execute_async(config.job_name)
     try:
-        while not caught_up(config):
-            # Also notices a job (or gateway JVM) that died: the status call then fails.
-            status = str(client.get_job_status().result())
-            if status in ("FAILED", "CANCELED", "FINISHED"):
-                log.error("job ended (%s) before catching up", status)
-                return 1
-            if args.timeout and time.monotonic() - started > args.timeout:
-                log.error("not caught up after %.0f s; cancelling", args.timeout)
-                return 1
-            time.sleep(1.0)  # each check opens Kafka clients and reads table metadata
-        log.info("caught up after %.1f s; cancelling the job", time.monotonic() - started)
-        return 0
+        return watch(client, probe, FlinkRest(url) if url else None, options)
     finally:
-        client.cancel().result()
+        if job_status(client) not in ("FAILED", "CANCELED", "FINISHED"):
+            client.cancel().result()
+
+
+def _progress_output(*, quiet: bool) -> None:
+    """Progress lines without the logger's name (they are the client's output, not a log)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
+    progress_log.addHandler(handler)
+    progress_log.propagate = False
+    progress_log.setLevel(logging.WARNING if quiet else logging.INFO)
