@@ -23,7 +23,11 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    import psycopg2.extensions
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -44,9 +48,9 @@ def _running(name: str) -> bool:
     return subprocess.run(["bash", str(SERVICES / f"{name}.sh"), "status"], capture_output=True, check=False).returncode == 0
 
 
-def _changes(cursor: object, table: str) -> None:
+def _changes(cursor: psycopg2.extensions.cursor, table: str) -> None:
     """What happens to the source table once the connector streams: each kind of change."""
-    run = cursor.execute  # type: ignore[attr-defined]
+    run = cursor.execute
     run(f"UPDATE {table} SET amount = amount * 2, note = 'doubled', flag = NOT flag WHERE id IN (1, 2)")
     run(f"UPDATE {table} SET id = 100, note = 'key moved from 3' WHERE id = 3")  # a delete + a create
     run(f"DELETE FROM {table} WHERE id = 4")
@@ -64,7 +68,14 @@ def main() -> int:
     if shutil.which("java") is None or (shutil.which("mvn") is None and not (ROOT / ".jars" / "connect").exists()):
         print("demo-postgres: Java 17 and Maven are needed (Kafka, Kafka Connect and Debezium run on the JVM)", flush=True)
         return 2
-    from tests.support.debezium import COLUMNS, ConnectClient, SourceTable, connector_config, debezium_messages
+    from tests.support.debezium import (
+        COLUMNS,
+        ConnectClient,
+        SourceTable,
+        connector_config,
+        debezium_messages,
+        wait_for_snapshot,
+    )
 
     started = [name for name in ("postgres", "kafka", "connect") if not _running(name)]
     print(f"demo-postgres: starting {', '.join(started) or 'nothing'} (already running: "
@@ -104,6 +115,7 @@ def main() -> int:
                                                 table=source.name, prefix=prefix))  # fmt: skip
         connector_created = True
         connect.wait_running(prefix)
+        wait_for_snapshot(bootstrap, topic, 8, timeout=60)  # changes before it would be read by it
         with connection.cursor() as cursor:
             _changes(cursor, source.name)
             cursor.execute(f"UPDATE {source.name} SET note = 'last change' WHERE id = 8")
@@ -160,7 +172,7 @@ def _print_rows(title: str, columns: list[str], rows: list[tuple[object, ...]]) 
             print("  " + "  ".join("-" * w for w in widths))
 
 
-def _report(connection: object, table: str, env: dict[str, str], columns: list[str]) -> int:
+def _report(connection: psycopg2.extensions.connection, table: str, env: dict[str, str], columns: list[str]) -> int:
     from mixed_iceberg.ingest.config import load_ingest_config
     from mixed_iceberg.ingest.runtime import load_table
     from tests.support.debezium import source_rows, table_rows
@@ -168,7 +180,7 @@ def _report(connection: object, table: str, env: dict[str, str], columns: list[s
     os.environ.update(env)
     target = load_table(load_ingest_config(CONFIG))
     got = table_rows(target)
-    want = source_rows(connection, table)  # type: ignore[arg-type]
+    want = source_rows(connection, table)
     _print_rows(f"PostgreSQL public.{table} ({len(want)} rows; timestamptz shown in UTC):", columns, want)
     _print_rows(f"merged read of {target.name} ({len(got)} rows):", columns, got)
     equal = got == want

@@ -28,6 +28,7 @@ from tests.support.debezium import (
     debezium_messages,
     source_rows,
     table_rows,
+    wait_for_snapshot,
 )
 from tests.support.ingest import IngestJob, IngestSetup, read_topic
 from tests.support.services import CONNECT, POSTGRES, ROOT
@@ -155,15 +156,6 @@ class Workload:
         with self.connection.cursor() as cursor:
             self._execute(cursor, "UPDATE {t} SET note = %s WHERE id = %s", (marker, key))
         return key
-
-
-def wait_for_snapshot(bootstrap: str, topic: str, rows: int, timeout: float) -> None:
-    """Until the snapshot's ``rows`` reads (op r) are in ``topic``. The task runs before its
-    slot exists; rows changed before that would be read by the snapshot, not streamed."""
-    deadline = time.monotonic() + timeout
-    while sum(1 for _, _, p in debezium_messages(bootstrap, topic) if p is not None and p["op"] == "r") < rows:
-        assert time.monotonic() < deadline, f"{topic}: the snapshot's {rows} rows did not arrive within {timeout} s"
-        time.sleep(0.5)
 
 
 def wait_for_marker(bootstrap: str, topic: str, marker: str, timeout: float) -> list[dict[str, object]]:

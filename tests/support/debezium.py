@@ -30,6 +30,7 @@ __all__ = [
     "debezium_messages",
     "source_rows",
     "table_rows",
+    "wait_for_snapshot",
 ]
 
 #: The source table's columns (PostgreSQL types); the table's are in conf/ingest-debezium.yaml.
@@ -208,6 +209,8 @@ def debezium_messages(bootstrap: str, topic: str, timeout: float = 5.0) -> Itera
             if message is None or message.error() is not None:
                 continue
             partition, offset = message.partition(), message.offset()
+            if partition is None or offset is None:
+                continue
             value = message.value()
             payload = None
             if value is not None:
@@ -218,3 +221,13 @@ def debezium_messages(bootstrap: str, topic: str, timeout: float = 5.0) -> Itera
                 ends.pop(partition, None)
     finally:
         consumer.close()
+
+
+def wait_for_snapshot(bootstrap: str, topic: str, rows: int, timeout: float) -> None:
+    """Until the snapshot's ``rows`` reads (op r) are in ``topic``. The task runs before its
+    slot exists; rows changed before that would be read by the snapshot, not streamed."""
+    deadline = time.monotonic() + timeout
+    while sum(1 for _, _, p in debezium_messages(bootstrap, topic) if p is not None and p["op"] == "r") < rows:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{topic}: expected the snapshot's {rows} rows within {timeout} s")
+        time.sleep(0.5)
