@@ -53,7 +53,7 @@ COMPONENTS: tuple[tuple[str, str, str | None, str], ...] = (
     ("parquet files (writer threads)", "mixed_iceberg.changestore.writer", None, "write_groups"),
     ("commit_files (rest)", "mixed_iceberg.changestore.transaction", None, "commit_files"),
     ("refresh", "pyiceberg.table", "Table", "refresh"),
-    ("catalog: load table", "mixed_iceberg.catalog.sql", "SqlCatalogWithCache", "load_table"),
+    ("catalog: load table", "mixed_iceberg._pyiceberg.sql_catalog", "SqlCatalogWithCache", "load_table"),
     ("idempotency check", "mixed_iceberg.store.commit", None, "_is_committed"),
     ("manifest + parent list + merge", "pyiceberg.table.update.snapshot", "_SnapshotProducer", "_manifests"),
     ("snapshot summary", "pyiceberg.table.update.snapshot", "_SnapshotProducer", "_summary"),
@@ -61,10 +61,10 @@ COMPONENTS: tuple[tuple[str, str, str | None, str], ...] = (
     ("manifest list write", "pyiceberg.manifest", "ManifestListWriter", "add_manifests"),
     ("manifest list write", "pyiceberg.manifest", "ManifestListWriter", "__exit__"),
     ("transaction commit (rest)", "pyiceberg.table", "Transaction", "commit_transaction"),
-    ("catalog commit (SQL + rest)", "mixed_iceberg.catalog.sql", "SqlCatalogWithCache", "commit_table"),
-    ("metadata apply", "mixed_iceberg.catalog.sql", None, "updated_metadata"),
+    ("catalog commit (SQL + rest)", "mixed_iceberg._pyiceberg.sql_catalog", "SqlCatalogWithCache", "commit_table"),
+    ("metadata apply", "mixed_iceberg._pyiceberg.sql_catalog", None, "updated_metadata"),
     ("metadata apply", "mixed_iceberg.store.commit", None, "updated_metadata"),
-    ("metadata JSON write", "mixed_iceberg.catalog.sql", "SqlCatalogWithCache", "_write_metadata"),
+    ("metadata JSON write", "mixed_iceberg._pyiceberg.sql_catalog", "SqlCatalogWithCache", "_write_metadata"),
     ("delete merged manifests", "mixed_iceberg.store.commit", None, "_delete_merged_manifests"),
 )
 

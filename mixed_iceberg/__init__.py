@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from mixed_iceberg import compat
 from mixed_iceberg.catalog import MixedCatalog, load_catalog
 from mixed_iceberg.exceptions import MixedIcebergError
 from mixed_iceberg.table import MixedTable
 from mixed_iceberg.typedef import ChangeAction, CommitId, DataFileType, TableFormat
-
-compat.apply()
 
 __all__ = [
     "ChangeAction",

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pyarrow as pa
-from pyiceberg.catalog import Catalog
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.types import (
@@ -34,6 +33,7 @@ from pyiceberg.types import (
     TimeType,
 )
 
+from mixed_iceberg._pyiceberg.schemas import to_iceberg_schema
 from mixed_iceberg.exceptions import InvalidSchemaError, MissingKeyError, SchemaMismatchError
 
 __all__ = [
@@ -122,7 +122,7 @@ def keyed_iceberg_schema(schema: pa.Schema | Schema, primary_key: Sequence[str],
         InvalidSchemaError: a column takes a reserved name, or a key column's type is not
             one of :data:`KEY_TYPES`.
     """
-    converted = Catalog._convert_schema_if_needed(schema)
+    converted = to_iceberg_schema(schema)
     fresh = assign_fresh_schema_ids(converted)
     check_column_names(fresh, table)
     names = [field.name for field in fresh.fields]

@@ -50,9 +50,10 @@ from pyiceberg.table.puffin import PuffinFile
 from pyiceberg.table.snapshots import Operation, Snapshot
 from pyiceberg.table.statistics import BlobMetadata, StatisticsFile
 
+from mixed_iceberg._pyiceberg.row_delta import add_snapshot_properties
+from mixed_iceberg._pyiceberg.transaction import transaction_table
 from mixed_iceberg.exceptions import CommitConflictError, CorruptTableError, OptimizedSequenceMismatchError
 from mixed_iceberg.store.commit import CommitOutcome, commit_files
-from mixed_iceberg.store.delete_files import add_snapshot_properties
 
 __all__ = [
     "BASE_OPTIMIZED_TIME",
@@ -109,7 +110,7 @@ def _puffin_bytes(
             }
         )
         metadata.append(
-            BlobMetadata(  # widened to any blob type by mixed_iceberg.compat
+            BlobMetadata(  # widened to any blob type by mixed_iceberg._pyiceberg.patches
                 type=blob_type,  # type: ignore[arg-type]
                 snapshot_id=snapshot_id,
                 sequence_number=sequence_number,
@@ -153,7 +154,7 @@ def stage_optimized_sequence(
     ]
     data, footer_size, blobs = _puffin_bytes(payloads, snapshot_id, sequence_number)
     path = f"{metadata.location.rstrip('/')}/data/puffin/{snapshot_id}-{uuid.uuid4()}.puffin"
-    with txn._table.io.new_output(path).create(overwrite=True) as stream:
+    with transaction_table(txn).io.new_output(path).create(overwrite=True) as stream:
         stream.write(data)
     statistics = StatisticsFile(
         snapshot_id=snapshot_id,

@@ -7,9 +7,9 @@ from pathlib import Path
 from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.rest import RestCatalog
 
+from mixed_iceberg._pyiceberg.sql_catalog import SqlCatalogWithCache
 from mixed_iceberg.catalog.config import CatalogConfig, load_catalog_config
 from mixed_iceberg.catalog.mixed_catalog import MixedCatalog
-from mixed_iceberg.catalog.sql import SqlCatalogWithCache
 from mixed_iceberg.exceptions import ConfigError
 
 __all__ = ["CatalogConfig", "MixedCatalog", "load_catalog"]

@@ -20,6 +20,7 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
+from mixed_iceberg._pyiceberg import apply_patches
 from mixed_iceberg.catalog.locations import purge_store
 from mixed_iceberg.catalog.markers import (
     CHANGE_IDENTIFIER,
@@ -54,6 +55,7 @@ class MixedCatalog:
     """A pyiceberg catalog that understands Mixed-Iceberg tables."""
 
     def __init__(self, name: str, iceberg: Catalog, separator: str = "_") -> None:
+        apply_patches()  # pyiceberg reads Amoro's blob types only with them (mixed_iceberg._pyiceberg)
         self.name = name
         self.iceberg = iceberg
         self.separator = separator

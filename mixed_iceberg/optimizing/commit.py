@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.snapshots import Operation
 
+from mixed_iceberg._pyiceberg.transaction import transaction_table
 from mixed_iceberg.basestore.optimized_sequence import (
     BASE_OPTIMIZED_TIME,
     read_optimized_sequence,
@@ -77,7 +78,7 @@ def commit_outputs(table: MixedTable, kind: OptimizingType, outputs: Sequence[Ta
         summary.update(summary_flags())
 
         def stage(txn: Transaction, snapshot_id: int) -> None:
-            current = txn._table
+            current = transaction_table(txn)
             sequences = read_optimized_sequence(current, current.current_snapshot())
             staged_from.append(dict(sequences))
             times = read_optimized_sequence(current, current.current_snapshot(), BASE_OPTIMIZED_TIME)

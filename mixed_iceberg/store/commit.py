@@ -17,15 +17,12 @@ from dataclasses import dataclass
 from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table, Transaction
-from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation
-from pyiceberg.table.update import TableUpdate
-from pyiceberg.table.update.snapshot import _MergeAppendFiles
 from pyiceberg.utils.properties import property_as_bool
 
-from mixed_iceberg.compat import updated_metadata
+from mixed_iceberg._pyiceberg.row_delta import stage_rewrite
+from mixed_iceberg._pyiceberg.transaction import GuardedTransaction, StagedAppend, stage_merge_append
 from mixed_iceberg.exceptions import CommitConflictError, CommitError
-from mixed_iceberg.store.delete_files import stage_rewrite
 from mixed_iceberg.typedef import CommitId
 
 __all__ = [
@@ -84,37 +81,6 @@ def _is_committed(table: Table, commit_id: CommitId) -> bool:
     return last is not None and last >= commit_id.sequence
 
 
-class _IdempotentTransaction(Transaction):
-    """A transaction whose automatic retry first re-checks the commit id."""
-
-    def __init__(self, table: Table, commit_id: CommitId | None, validate: Validator | None = None) -> None:
-        super().__init__(table, autocommit=False)
-        self._commit_id = commit_id
-        self._validate = validate
-        self._metadata_cache: tuple[TableMetadata, tuple[TableUpdate, ...], TableMetadata] | None = None
-
-    @property
-    def table_metadata(self) -> TableMetadata:
-        # pyiceberg 0.12 rebuilds (and deep-copies) the whole metadata on every access, about
-        # 19 times per commit, so commit cost grew with the snapshot count (iceberg-python
-        # #2673). The result depends only on the base metadata and the staged updates, both
-        # replaced (never mutated) when they change, so it is cached on their identity, and
-        # built without the deep copy (compat.updated_metadata).
-        cache = self._metadata_cache
-        if cache is None or cache[0] is not self._table.metadata or cache[1] is not self._updates:
-            cache = (self._table.metadata, self._updates, updated_metadata(self._table.metadata, self._updates))
-            self._metadata_cache = cache
-        return cache[2]
-
-    def _rebuild_snapshot_updates(self) -> None:
-        # pyiceberg refreshed the table just before this call: the id may have landed meanwhile.
-        if self._commit_id is not None and _is_committed(self._table, self._commit_id):
-            raise _AlreadyCommittedError(str(self._commit_id))
-        if self._validate is not None:
-            self._validate(self._table)
-        super()._rebuild_snapshot_updates()
-
-
 def _delete_files(table: Table, files: Iterable[DataFile]) -> None:
     for data_file in files:
         try:
@@ -123,15 +89,15 @@ def _delete_files(table: Table, files: Iterable[DataFile]) -> None:
             log.warning("could not delete uncommitted file %s", data_file.file_path, exc_info=True)
 
 
-def _delete_merged_manifests(table: Table, producer: _MergeAppendFiles, snapshot_id: int) -> None:
+def _delete_merged_manifests(table: Table, staged: StagedAppend) -> None:
     """Delete the manifests the commit wrote and then merged away (pyiceberg 0.12 leaves them).
 
     Iceberg Java deletes them too: no snapshot ever referenced them.
     """
-    written = producer._written_manifests
+    written = staged.written_manifests()
     if len(written) < 2:  # one manifest written: it is the one committed
         return
-    snapshot = table.metadata.snapshot_by_id(snapshot_id)
+    snapshot = table.metadata.snapshot_by_id(staged.snapshot_id)
     if snapshot is None:
         return
     committed = {manifest.manifest_path for manifest in snapshot.manifests(table.io)}
@@ -141,6 +107,19 @@ def _delete_merged_manifests(table: Table, producer: _MergeAppendFiles, snapshot
                 table.io.delete(path)
             except OSError:  # best effort: orphan cleaning removes what is left
                 log.warning("could not delete merged manifest %s", path, exc_info=True)
+
+
+def _retry_guard(commit_id: CommitId | None, validate: Validator | None) -> Callable[[Table], None]:
+    """Before pyiceberg retries on a refreshed head: the id may have landed meanwhile, and the
+    commit may no longer be valid."""
+
+    def guard(table: Table) -> None:
+        if commit_id is not None and _is_committed(table, commit_id):
+            raise _AlreadyCommittedError(str(commit_id))
+        if validate is not None:
+            validate(table)
+
+    return guard
 
 
 def commit_files(
@@ -193,12 +172,11 @@ def commit_files(
     if commit_id is not None:
         properties[COMMIT_WRITER] = commit_id.writer
         properties[COMMIT_SEQUENCE] = str(commit_id.sequence)
-    txn = _IdempotentTransaction(table, commit_id, validate)
-    merging: _MergeAppendFiles | None = None
+    txn = GuardedTransaction(table, _retry_guard(commit_id, validate))
+    merging: StagedAppend | None = None
     if added_deletes or deleted_deletes or deleted or operation is not None:
         # Removals go through stage_rewrite: pyiceberg 0.12's overwrite carries forward
         # manifests whose entries are all DELETED, so they pile up with every compaction.
-        # Delete files need pyiceberg internals; they are confined to store.delete_files.
         snapshot_id = stage_rewrite(
             txn,
             add_data=added,
@@ -209,14 +187,11 @@ def commit_files(
             operation=operation,
         )
     else:
-        producer = merging = txn.update_snapshot(snapshot_properties=properties).merge_append()
         # Iceberg's default for commit.manifest-merge.enabled is true (pyiceberg's is false):
         # without merging, every append adds a manifest that every later commit lists again.
-        producer._merge_enabled = property_as_bool(table.properties, MANIFEST_MERGE_ENABLED, True)
-        snapshot_id = producer._snapshot_id  # stable across retries: statistics attach to it
-        with producer:
-            for data_file in added:
-                producer.append_data_file(data_file)
+        merge = property_as_bool(table.properties, MANIFEST_MERGE_ENABLED, True)
+        merging = stage_merge_append(txn, added, properties, merge_enabled=merge)
+        snapshot_id = merging.snapshot_id
     if stage is not None:
         stage(txn, snapshot_id)
     try:
@@ -237,7 +212,7 @@ def commit_files(
             f"{name}: commit outcome unknown ({type(exc).__name__}: {exc}); files kept for orphan cleaning"
         ) from exc
     if merging is not None:
-        _delete_merged_manifests(table, merging, snapshot_id)
+        _delete_merged_manifests(table, merging)
     duration = time.monotonic() - started
     log.info(
         "%s: committed snapshot %s (+%d -%d files) in %.1f ms",

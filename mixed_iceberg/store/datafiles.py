@@ -30,7 +30,6 @@ import pyarrow.parquet as pq
 from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import (
     StatisticsCollector,
-    _get_parquet_writer_kwargs,
     compute_statistics_plan,
     data_file_statistics_from_parquet_metadata,
     parquet_path_to_id_mapping,
@@ -41,6 +40,8 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import TableProperties
 from pyiceberg.typedef import Properties, Record
 from pyiceberg.utils.properties import property_as_int
+
+from mixed_iceberg._pyiceberg.parquet import parquet_writer_kwargs
 
 __all__ = ["DICTIONARY_SAMPLE_ROWS", "data_location", "dictionary_columns", "write_data_file"]
 
@@ -82,7 +83,7 @@ def _plan(file_schema: Schema, properties: Properties) -> _WritePlan:
     )
     plan = _WritePlan(
         arrow_schema=schema_to_pyarrow(file_schema, include_field_ids=True),
-        writer_kwargs=_get_parquet_writer_kwargs(properties),
+        writer_kwargs=parquet_writer_kwargs(properties),
         row_group_size=row_group_size or TableProperties.PARQUET_ROW_GROUP_LIMIT_DEFAULT,
         statistics=compute_statistics_plan(file_schema, properties),
         column_ids=parquet_path_to_id_mapping(file_schema),

@@ -14,9 +14,11 @@ from cachetools import LRUCache
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import DataFile, DataFileContent, ManifestEntry, ManifestEntryStatus, ManifestFile
-from pyiceberg.table import FileScanTask, ManifestGroupPlanner, Table
+from pyiceberg.table import FileScanTask, Table
 from pyiceberg.table.delete_file_index import DeleteFileIndex
 from pyiceberg.table.snapshots import Snapshot
+
+from mixed_iceberg._pyiceberg.scan import ScanEvaluators
 
 __all__ = ["LiveFile", "live_files", "manifest_entries", "plan_scan_tasks"]
 
@@ -89,25 +91,15 @@ def live_files(
             for data_file, sequence, snapshot_id in _entries(table, manifest)
             if keep is None or keep(data_file)
         ]
-    planner = ManifestGroupPlanner(table.metadata, table.io, row_filter or AlwaysTrue(), case_sensitive)
-    if partition_filter is not None:
-        planner = ManifestGroupPlanner(table.metadata, table.io, partition_filter, case_sensitive)
-        metrics_planner = ManifestGroupPlanner(table.metadata, table.io, row_filter or AlwaysTrue(), case_sensitive)
-    else:
-        metrics_planner = planner
-    manifest_ok = {}
-    partition_ok = {}
-    metrics_ok = metrics_planner._build_metrics_evaluator()
+    evaluators = ScanEvaluators(table.metadata, table.io, row_filter or AlwaysTrue(), partition_filter, case_sensitive)
     result: list[LiveFile] = []
     for manifest in snapshot.manifests(table.io):
         spec_id = manifest.partition_spec_id
-        if spec_id not in manifest_ok:
-            manifest_ok[spec_id] = planner._build_manifest_evaluator(spec_id)
-            partition_ok[spec_id] = planner._build_partition_evaluator(spec_id)
-        if not manifest_ok[spec_id](manifest):
+        if not evaluators.manifest(spec_id)(manifest):
             continue
+        in_partition = evaluators.partition(spec_id)
         for data_file, sequence, snapshot_id in _entries(table, manifest):
-            if partition_ok[spec_id](data_file) and metrics_ok(data_file) and (keep is None or keep(data_file)):
+            if in_partition(data_file) and evaluators.metrics(data_file) and (keep is None or keep(data_file)):
                 result.append(LiveFile(data_file, sequence, snapshot_id))
     return result
 

@@ -8,11 +8,10 @@ marked DELETED. Entries keep their snapshot id and data/file sequence numbers (t
 written as EXISTING), so merge-on-read, the optimized-sequence rule and delete-file
 application read exactly what they read before.
 
-pyiceberg 0.12 has no rewrite-manifests operation, so this module subclasses its snapshot
-producer (the delete-manifest writer is ``store.delete_files``'s). That is the only use of
-pyiceberg internals in the maintenance package; it buys pyiceberg's manifest/manifest-list
-writers, its commit retry (which recomputes the rewrite from the refreshed head) and its
-cleanup of files from failed attempts.
+pyiceberg 0.12 has no rewrite-manifests operation: :mod:`mixed_iceberg._pyiceberg.rewrite_manifests`
+commits the bins :func:`pack_manifests` plans, with pyiceberg's manifest/manifest-list writers,
+its commit retry (which plans again from the refreshed head) and its cleanup of files from
+failed attempts.
 """
 
 from __future__ import annotations
@@ -22,34 +21,14 @@ from dataclasses import dataclass
 
 from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.manifest import (
-    ManifestContent,
-    ManifestEntry,
     ManifestFile,
-    ManifestWriter,
 )
-from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table import Table
-from pyiceberg.table.snapshots import Operation, Summary
-from pyiceberg.table.update.snapshot import _SnapshotProducer
-from pyiceberg.typedef import EMPTY_DICT
 
+from mixed_iceberg._pyiceberg.rewrite_manifests import ManifestRewrite, has_deleted_entries
 from mixed_iceberg.exceptions import CommitConflictError, CommitError
-from mixed_iceberg.store.delete_files import DeleteManifestWriter
 
 __all__ = ["RewriteOutcome", "pack_manifests", "rewrite_manifests"]
-
-_TOTALS = (
-    "total-data-files",
-    "total-delete-files",
-    "total-records",
-    "total-files-size",
-    "total-position-deletes",
-    "total-equality-deletes",
-)
-
-
-def _has_deleted(manifest: ManifestFile) -> bool:
-    return (manifest.deleted_files_count or 0) > 0
 
 
 def pack_manifests(manifests: list[ManifestFile], target_size: int) -> list[list[ManifestFile]]:
@@ -76,78 +55,6 @@ def pack_manifests(manifests: list[ManifestFile], target_size: int) -> list[list
     return bins
 
 
-class _RewriteManifests(_SnapshotProducer["_RewriteManifests"]):
-    """A REPLACE snapshot with the parent's live files in merged manifests and no file changes."""
-
-    def __init__(self, store: Table, target_size: int) -> None:
-        super().__init__(Operation.REPLACE, store.transaction(), store.io)
-        self._target_size = target_size
-        self.manifests_before = 0
-        self.manifests_after = 0
-        self.manifests_written = 0
-        self.entries_rewritten = 0
-
-    def _validate_concurrency(self) -> None:
-        """Nothing to validate: every attempt recomputes the rewrite from the refreshed head."""
-
-    def _deleted_entries(self) -> list[ManifestEntry]:
-        return []
-
-    def _merge(self, manifests: list[ManifestFile]) -> ManifestFile | None:
-        first = manifests[0]
-        entries = [e for m in manifests for e in self.fetch_manifest_entry(m, discard_deleted=True)]
-        if not entries:
-            return None
-        spec: PartitionSpec = self.spec(first.partition_spec_id)
-        writer: ManifestWriter
-        if first.content == ManifestContent.DELETES:
-            writer = DeleteManifestWriter(spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression)
-        else:
-            writer = self.new_manifest_writer(spec)
-        with writer:
-            for entry in entries:
-                writer.existing(entry)
-        self.manifests_written += 1
-        self.entries_rewritten += len(entries)
-        return writer.to_manifest_file()
-
-    def _existing_manifests(self) -> list[ManifestFile]:
-        self.manifests_written = self.entries_rewritten = 0
-        parent = (
-            self._transaction.table_metadata.snapshot_by_id(self._parent_snapshot_id)
-            if self._parent_snapshot_id is not None
-            else None
-        )
-        if parent is None:
-            return []
-        manifests = parent.manifests(self._io)
-        self.manifests_before = len(manifests)
-        result = []
-        for group in pack_manifests(manifests, self._target_size):
-            if len(group) == 1 and not _has_deleted(group[0]):
-                result.append(group[0])
-                continue
-            merged = self._merge(group)
-            if merged is not None:
-                result.append(merged)
-        self.manifests_after = len(result)
-        return result
-
-    def _summary(self, snapshot_properties: dict[str, str] = EMPTY_DICT) -> Summary:
-        # pyiceberg's summary update rejects REPLACE; the totals simply carry over.
-        metadata = self._transaction.table_metadata
-        parent = metadata.snapshot_by_id(self._parent_snapshot_id) if self._parent_snapshot_id is not None else None
-        previous = parent.summary if parent is not None and parent.summary is not None else {}
-        totals = {key: str(previous[key]) for key in _TOTALS if previous.get(key) is not None}
-        counts = {
-            "manifests-created": str(self.manifests_written),
-            "manifests-kept": str(self.manifests_after - self.manifests_written),
-            "manifests-replaced": str(self.manifests_before - (self.manifests_after - self.manifests_written)),
-            "entries-processed": str(self.entries_rewritten),
-        }
-        return Summary(operation=Operation.REPLACE, **totals, **counts, **snapshot_properties)
-
-
 @dataclass(frozen=True, slots=True)
 class RewriteOutcome:
     """Manifests of one store before and after; ``snapshot_id`` is None when nothing was rewritten."""
@@ -160,7 +67,7 @@ class RewriteOutcome:
 
 
 def _needs_rewrite(manifests: list[ManifestFile], target_size: int) -> bool:
-    return any(len(group) > 1 or _has_deleted(group[0]) for group in pack_manifests(manifests, target_size))
+    return any(len(group) > 1 or has_deleted_entries(group[0]) for group in pack_manifests(manifests, target_size))
 
 
 def rewrite_manifests(store: Table, *, target_size: int, table_name: str) -> RewriteOutcome:
@@ -185,11 +92,9 @@ def rewrite_manifests(store: Table, *, target_size: int, table_name: str) -> Rew
     manifests = current.manifests(store.io)
     if not _needs_rewrite(manifests, target_size):
         return RewriteOutcome(None, len(manifests), len(manifests), 0, 0)
-    producer = _RewriteManifests(store, target_size)
-    transaction = producer._transaction
+    producer = ManifestRewrite(store, lambda manifests: pack_manifests(manifests, target_size))
     try:
-        producer.commit()
-        transaction.commit_transaction()
+        producer.commit_rewrite()
     except (CommitFailedException, ValidationException) as exc:
         # pyiceberg deleted the manifests it wrote: these errors prove the commit did not land.
         raise CommitConflictError(f"{table_name}: manifest rewrite lost to concurrent commits: {exc}") from exc

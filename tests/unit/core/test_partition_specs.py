@@ -179,7 +179,7 @@ def test_every_source_type_a_transform_takes_is_written_read_and_optimized(tmp_p
 
 
 def test_a_double_identity_partition_keeps_its_value_and_its_rows(tmp_path: Path) -> None:
-    """pyiceberg 0.12's Cython decoder read manifest doubles as floats (mixed_iceberg.compat)."""
+    """pyiceberg 0.12's Cython decoder read manifest doubles as floats (mixed_iceberg._pyiceberg.patches)."""
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("x", pa.float64())])
     table = local_catalog(tmp_path).create_table("db.t", schema, primary_key=["id"], partition_by=["x"])
     table.bulk_load(pa.table({"id": [1, 2, 3], "x": [0.1, 1e300, 1e-5]}, schema=schema))

@@ -19,7 +19,8 @@ from mixed_iceberg.optimizing.engine import TableOptimizing
 from mixed_iceberg.optimizing.model import OptimizingType
 from mixed_iceberg.store.commit import commit_files
 from mixed_iceberg.store.datafiles import write_data_file
-from mixed_iceberg.store.delete_files import stage_rewrite, write_position_deletes
+from mixed_iceberg._pyiceberg.row_delta import stage_rewrite
+from mixed_iceberg.store.delete_files import write_position_deletes
 from mixed_iceberg.store.entries import live_files
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
 

@@ -17,7 +17,7 @@ from pyiceberg.manifest import (
 )
 from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 
-from mixed_iceberg.compat import AVRO_CACHE, MANIFEST_LISTS
+from mixed_iceberg._pyiceberg.patches import AVRO_CACHE, MANIFEST_LISTS
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
 
 

@@ -16,8 +16,8 @@ import pytest
 from pyiceberg.serializers import FromInputFile
 from sqlalchemy import event
 
+from mixed_iceberg._pyiceberg.sql_catalog import SqlCatalogWithCache
 from mixed_iceberg.catalog.metadata_json import FragmentCache, metadata_json
-from mixed_iceberg.catalog.sql import SqlCatalogWithCache
 from mixed_iceberg.table import MixedTable
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
 

@@ -14,8 +14,8 @@ import pytest
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table.update import AssertRefSnapshotId, update_table_metadata
 
-from mixed_iceberg.catalog.sql import MetadataCache, SqlCatalogWithCache
-from mixed_iceberg.compat import updated_metadata
+from mixed_iceberg._pyiceberg.patches import updated_metadata
+from mixed_iceberg._pyiceberg.sql_catalog import MetadataCache, SqlCatalogWithCache
 from mixed_iceberg.optimizing.maintenance import TableMaintenance
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
 

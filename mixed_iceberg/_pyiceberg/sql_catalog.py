@@ -1,5 +1,10 @@
 """pyiceberg's SQL catalog, with table metadata parsed once per metadata file.
 
+Overrides pyiceberg 0.12's private ``SqlCatalog`` hooks (``_write_metadata``,
+``_update_and_stage_table``, ``_convert_orm_to_iceberg``, ``_resolve_table_location``) and
+relies on its call order: ``commit_table`` loads the table it commits before staging it (the
+thread-local ``_Attempt`` stands in for that load).
+
 Every commit and every refresh used to re-read and re-parse the table's whole metadata JSON
 (about 10 ms at 200 snapshots, growing with them), and every commit deep-copied it. Iceberg
 metadata files are immutable, written once under a fresh name, so a parsed file can be kept
@@ -47,9 +52,10 @@ from pyiceberg.table.update import TableRequirement, TableUpdate
 from pyiceberg.typedef import Identifier
 from sqlalchemy import Select, bindparam, event, select
 
+from mixed_iceberg._pyiceberg import apply_patches
+from mixed_iceberg._pyiceberg.patches import updated_metadata
 from mixed_iceberg.catalog.locations import location_taken
 from mixed_iceberg.catalog.metadata_json import write_metadata
-from mixed_iceberg.compat import updated_metadata
 
 __all__ = ["MetadataCache", "SqlCatalogWithCache"]
 
@@ -98,6 +104,7 @@ class SqlCatalogWithCache(SqlCatalog):
     """A :class:`SqlCatalog` that parses each metadata file once and commits without deep copies."""
 
     def __init__(self, name: str, **properties: str) -> None:
+        apply_patches()
         super().__init__(name, **properties)
         self.metadata_cache = MetadataCache()
         self._location_query = self._build_location_query()
