@@ -84,10 +84,16 @@ def _worth_rewriting(files: list[BaseFile]) -> list[BaseFile]:
     return [f for group in by_node.values() for f in group if len(group) > 1 or f.pos_delete_files or f.eq_delete_files]
 
 
-def plan_partition(part: PartitionFiles, kind: OptimizingType, config: OptimizingConfig, *, keyed: bool) -> RewriteTask | None:
-    """The task for one partition, or ``None`` when there is nothing to rewrite."""
+def plan_partition(
+    part: PartitionFiles, kind: OptimizingType, config: OptimizingConfig, *, keyed: bool, merged_up_to: int = 0
+) -> RewriteTask | None:
+    """The task for one partition, or ``None`` when there is nothing to rewrite.
+
+    ``merged_up_to``: every change at or below this sequence is merged wherever it is (a
+    cross-partition table's last cut), so this partition's files written up to it may be
+    rewritten too, even where its own optimized sequence is older."""
     change = change_prefix(part.change, config.max_file_count) if keyed else []
-    to_sequence = max((c.sequence_number for c in change), default=part.optimized_sequence)
+    to_sequence = max((c.sequence_number for c in change), default=max(part.optimized_sequence, merged_up_to))
     rewrite = _rewrite_set(part, kind, config)
     if keyed:
         rewrite = [f for f in rewrite if f.transaction_id <= to_sequence]
@@ -137,9 +143,15 @@ def plan_tasks(
     """
     by_path = {p.path: p for p in evaluation.partitions}
     cut: int | None = None
+    merged_up_to = 0
     if keyed and cross_partition:
         prefix = change_prefix([c for p in partitions for c in p.change], config.max_file_count)
         cut = max((c.sequence_number for c in prefix), default=None)
+        # Each run merges one cut across all partitions and its outputs take the cut as their
+        # transaction id, also in partitions without change of their own, whose optimized
+        # sequence then stays older than their files. The newest partition's sequence is a
+        # cut every partition is merged up to.
+        merged_up_to = max([cut or 0, *(p.optimized_sequence for p in partitions)])
     tasks = []
     for part in partitions:
         kind = (requested or by_path[part.path].type) if part.path in by_path else requested
@@ -150,7 +162,7 @@ def plan_tasks(
                 kind = OptimizingType.MINOR
         if kind is None:
             continue
-        task = plan_partition(part, kind, config, keyed=keyed)
+        task = plan_partition(part, kind, config, keyed=keyed, merged_up_to=merged_up_to)
         if task is not None:
             tasks.append(task)
     return tasks

@@ -13,13 +13,13 @@ from pyiceberg.schema import Schema
 from pyiceberg.typedef import Record
 
 from mixed_iceberg import MixedTable, TableFormat
+from mixed_iceberg._pyiceberg.row_delta import stage_rewrite
 from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
 from mixed_iceberg.exceptions import CommitConflictError
 from mixed_iceberg.optimizing.engine import TableOptimizing
 from mixed_iceberg.optimizing.model import OptimizingType
 from mixed_iceberg.store.commit import commit_files
 from mixed_iceberg.store.datafiles import write_data_file
-from mixed_iceberg._pyiceberg.row_delta import stage_rewrite
 from mixed_iceberg.store.delete_files import write_position_deletes
 from mixed_iceberg.store.entries import live_files
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
@@ -276,3 +276,28 @@ def test_repeated_minor_runs_do_not_pile_up_manifests(tmp_path: Path) -> None:
     by_content = Counter(m.content for m in manifests)
     assert max(by_content.values()) < 4, f"{by_content} manifests for {len(_content(table))} live files"
     assert all(m.has_added_files() or m.has_existing_files() for m in manifests)
+
+
+def test_full_optimizing_retires_a_position_delete_a_key_move_left_in_a_partition_without_change(tmp_path: Path) -> None:
+    """A key moving from partition b to a: the minor that merges it leaves a position delete on
+    b's file, whose transaction id (the cut of an earlier run) is newer than b's own optimized
+    sequence (b never had change). Full optimizing used to skip the file for that reason and
+    left the delete file behind for good (found by the optimizing oracle)."""
+    table = local_catalog(tmp_path).create_table(
+        "db.moves", ORDERS_SCHEMA, primary_key=["id"], partition_by=["cat"], properties={"self-optimizing.target-size": "1024"}
+    )
+    table.bulk_load(changes([("+I", 1, "b", 0, 1.5)]).drop_columns(["_change_action"]))
+    with table.new_transaction(("w", 1)) as txn:
+        txn.write(changes([("+I", 0, "a", 0, 0.0)]))
+    table.optimizing.run("full")
+    with table.new_transaction(("w", 2)) as txn:
+        txn.write(changes([("+I", 1, "a", 0, 0.0)]))
+    table.optimizing.run("minor")
+    base = table.refresh().base_store
+    assert DataFileContent.POSITION_DELETES in {f.data_file.content for f in live_files(base, base.current_snapshot())}
+
+    table.optimizing.run("full")
+    base = table.refresh().base_store
+    assert {f.data_file.content for f in live_files(base, base.current_snapshot())} == {DataFileContent.DATA}
+    assert rows_of(table.scan().to_arrow()) == rows_of(base.scan().to_arrow()) == [(0, "a", 0, 0.0), (1, "a", 0, 0.0)]
+    assert table.optimizing.plan("full") == []
