@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mixed_iceberg._pyiceberg import apply_patches as patch_pyiceberg
 from mixed_iceberg.catalog import MixedCatalog, load_catalog
 from mixed_iceberg.exceptions import MixedIcebergError
 from mixed_iceberg.table import MixedTable
@@ -16,4 +17,5 @@ __all__ = [
     "MixedTable",
     "TableFormat",
     "load_catalog",
+    "patch_pyiceberg",
 ]

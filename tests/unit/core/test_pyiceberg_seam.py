@@ -125,3 +125,38 @@ print(before, state())
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["(False,", "False)", "(True,", "True)"], done.stdout
+
+
+def test_plain_pyiceberg_loads_an_optimized_base_store_once_patched(tmp_path: Path) -> None:
+    """Every BaseStore an optimizer committed to carries ``optimized-sequence`` statistics blobs,
+    a type outside pyiceberg 0.12's closed list: plain pyiceberg reads it after
+    ``mixed_iceberg.patch_pyiceberg()`` (before, ``import mixed_iceberg`` did it for everyone)."""
+    uri, warehouse = f"sqlite:///{tmp_path}/c.db", f"{tmp_path}/wh"
+    setup = f"""
+import pyarrow as pa
+from mixed_iceberg import load_catalog
+table = load_catalog("local", uri="{uri}", warehouse="{warehouse}").create_table(
+    "db.t", pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())]), primary_key=["id"])
+with table.new_transaction(("w", 1)) as txn:
+    txn.write(pa.table({{"id": [1, 2], "v": ["a", "b"], "_change_action": ["+I", "+I"]}}))
+table.optimizing.run("minor")
+"""
+    read = f"""
+import sys
+import mixed_iceberg
+from pyiceberg.catalog.sql import SqlCatalog
+if sys.argv[1] == "patched":
+    mixed_iceberg.patch_pyiceberg()
+try:
+    print(SqlCatalog("local", uri="{uri}", warehouse="{warehouse}").load_table("db.t").scan().to_arrow().num_rows)
+except Exception as exc:
+    print(type(exc).__name__)
+"""
+    done = subprocess.run([sys.executable, "-c", setup], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    runs = {
+        mode: subprocess.run([sys.executable, "-c", read, mode], capture_output=True, text=True, cwd=ROOT, timeout=120)
+        for mode in ("plain", "patched")
+    }
+    assert runs["plain"].stdout.strip() == "ValidationError", runs["plain"].stdout + runs["plain"].stderr
+    assert runs["patched"].stdout.strip() == "2", runs["patched"].stdout + runs["patched"].stderr
