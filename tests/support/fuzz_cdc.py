@@ -26,7 +26,17 @@ import pyarrow.parquet as pq
 
 from mixed_iceberg.ingest.cdc import CdcFormat, CdcParser, ParsedChanges
 
-__all__ = ["POOL", "SCHEMA", "SEP", "Batch", "check_batch", "check_pool", "decode_batch", "encode_batch"]
+__all__ = ["POISON", "POOL", "SCHEMA", "SEP", "Batch", "check_batch", "check_pool", "decode_batch", "encode_batch"]
+
+#: Messages that once stopped every partition of a subtask (a crash, or a commit failing forever).
+POISON = [
+    b"\x80\x81 not UTF-8",  # ArrowInvalid: Invalid UTF8 in the blank check
+    b"null",  # pyarrow 20's JSON reader segfaults on a null heading a read
+    b'{"op":"c","after":{"id":77,"cat":"\xff\xfe"}}',  # invalid UTF-8 in a string: the Parquet statistics raised
+    b'{"op":"c",\n"after":{"id":78,\r\n"cat":"x"}',  # malformed, with raw newlines (came back as spaces)
+    b'{"op":"c","after":{"id":79,"cat":"\\ud800"}}',  # a lone surrogate escape
+    b"[1, 2]",
+]
 
 SEP = b"\xc1\xc1"
 _REF = 0xC0

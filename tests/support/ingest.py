@@ -20,18 +20,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
+from confluent_kafka import Producer
 
 from mixed_iceberg import MixedTable
 from mixed_iceberg.ingest.cdc import CdcFormat, CdcParser
 from mixed_iceberg.ingest.config import load_ingest_config
+from mixed_iceberg.ingest.dead_letter import DeadLetterContext
 from mixed_iceberg.ingest.job import caught_up
 from mixed_iceberg.ingest.runtime import load_table
-from mixed_iceberg.logstore.base import LogStoreConsumer
+from mixed_iceberg.logstore.base import Headers, LogStoreConsumer
 from mixed_iceberg.logstore.kafka import KafkaLogReader
 from tests.support.services import ROOT
 
-__all__ = ["IngestJob", "IngestSetup", "produce", "produce_more", "read_topic"]
+__all__ = [
+    "IngestJob",
+    "IngestSetup",
+    "produce",
+    "produce_more",
+    "produce_values",
+    "read_dead_letters",
+    "read_records",
+    "read_topic",
+]
 
 
 @dataclass
@@ -198,10 +210,10 @@ def produce_more(setup: IngestSetup, oracle: dict[str, object], events: int, key
     return {"events": events, "bad": 0, "final": {str(k): v for k, v in live.items()}}
 
 
-def read_topic(bootstrap: str, topic: str) -> tuple[pa.Array, np.ndarray]:
-    """All committed values of ``topic`` and their partitions, partition by partition in offset order."""
-    reader = KafkaLogReader(bootstrap, topic)
-    values, partitions, offsets = [], [], []
+def read_records(bootstrap: str, topic: str) -> tuple[pa.Array, npt.NDArray[np.int32], npt.NDArray[np.int64], list[Headers]]:
+    """All committed values of ``topic`` with partitions, offsets and headers, partition by partition in offset order."""
+    reader = KafkaLogReader(bootstrap, topic, headers=True)
+    values, partitions, offsets, headers = [], [], [], []
     try:
         while True:
             batch = reader.fetch(50_000, 3.0)
@@ -210,13 +222,35 @@ def read_topic(bootstrap: str, topic: str) -> tuple[pa.Array, np.ndarray]:
             values.append(batch.values)
             partitions.append(batch.partitions)
             offsets.append(batch.offsets)
+            headers.extend(batch.headers or [])
     finally:
         reader.close()
     if not values:
-        return pa.array([], pa.binary()), np.zeros(0, np.int32)
+        return pa.array([], pa.binary()), np.zeros(0, np.int32), np.zeros(0, np.int64), []
     parts, offs = np.concatenate(partitions), np.concatenate(offsets)
     order = np.lexsort((offs, parts))
-    return pa.concat_arrays(values).take(pa.array(order)), parts[order]
+    return pa.concat_arrays(values).take(pa.array(order)), parts[order], offs[order], [headers[i] for i in order.tolist()]
+
+
+def read_topic(bootstrap: str, topic: str) -> tuple[pa.Array, npt.NDArray[np.int32]]:
+    """All committed values of ``topic`` and their partitions, partition by partition in offset order."""
+    values, partitions, _, _ = read_records(bootstrap, topic)
+    return values, partitions
+
+
+def read_dead_letters(bootstrap: str, topic: str) -> list[tuple[bytes, DeadLetterContext]]:
+    """Every committed dead letter of ``topic``: the rejected message's bytes and its context headers."""
+    values, _, _, headers = read_records(bootstrap, topic)
+    return [(value, DeadLetterContext.from_headers(h)) for value, h in zip(values.to_pylist(), headers, strict=True)]
+
+
+def produce_values(setup: IngestSetup, values: Sequence[bytes], partitions: Sequence[int]) -> None:
+    """Produce ``values`` as they are (no key) to the source topic, each to its partition."""
+    producer = Producer({"bootstrap.servers": setup.bootstrap, "enable.idempotence": True})
+    for value, partition in zip(values, partitions, strict=True):
+        producer.produce(setup.topic, value, partition=partition)
+    left = producer.flush(60)
+    assert left == 0, f"{left} messages to {setup.topic} not delivered"
 
 
 def expected_changes(setup: IngestSetup) -> pa.Table:
