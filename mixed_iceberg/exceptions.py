@@ -9,9 +9,10 @@
     ├── InvalidSchemaError          create_table: a reserved column name, a key type that cannot be hashed
     ├── InvalidFilterError          a row filter does not parse or names a column the table lacks
     ├── SchemaEvolutionError        update_schema: a change a keyed table cannot take (a key column, a reserved name)
+    ├── InvalidIdentifierError      a table identifier that is not 'namespace.table'
     ├── TableExistsError            create_table on an existing identifier
     ├── NoSuchTableError            load/drop of a missing identifier
-    │   ├── NoSuchSnapshotError         time travel to a snapshot id neither store has
+    ├── NoSuchSnapshotError         time travel (or changes()) to a snapshot id the store does not have
     │   └── SnapshotExpiredError        time travel to a state that snapshot expiry or change TTL removed
     ├── InvalidScanError            a scan asks for columns the table lacks, or for contradicting snapshots
     ├── NotKeyedTableError          a keyed-table operation on an unkeyed or plain Iceberg table
@@ -21,8 +22,10 @@
     │   └── SchemaMismatchError         columns or types differ from the table schema
     ├── CorruptTableError           table metadata breaks a Mixed-Iceberg rule
     │   └── OptimizedSequenceMismatchError  the BaseStore's optimized sequence is lost or its two records disagree
-    ├── CommitError                 a commit did not land
+    ├── CommitError                 a commit did not land; the table is as it was
     │   └── CommitConflictError     retryable: another commit got there first
+    ├── CommitStateUnknownError     a commit may or may not have landed; its files are kept
+    ├── TransactionClosedError      a write to a transaction already committed or aborted
     ├── WriterFailedError           an ingest writer's commit failed; it must be restarted
     └── LogStoreError               a LogStore (Kafka) operation failed: a missing topic, an undelivered message
 
@@ -34,11 +37,13 @@ from __future__ import annotations
 __all__ = [
     "CommitConflictError",
     "CommitError",
+    "CommitStateUnknownError",
     "ConfigError",
     "CorruptTableError",
     "InvalidChangeActionError",
     "InvalidChangeError",
     "InvalidFilterError",
+    "InvalidIdentifierError",
     "InvalidScanError",
     "InvalidSchemaError",
     "LogStoreError",
@@ -53,6 +58,7 @@ __all__ = [
     "SchemaMismatchError",
     "SnapshotExpiredError",
     "TableExistsError",
+    "TransactionClosedError",
     "UnsupportedColumnTypeError",
     "WriterFailedError",
 ]
@@ -94,6 +100,10 @@ class SchemaEvolutionError(MixedIcebergError):
     itself rejects. Neither store changed."""
 
 
+class InvalidIdentifierError(MixedIcebergError):
+    """A table identifier is not ``namespace.table`` (a namespace may have several levels)."""
+
+
 class TableExistsError(MixedIcebergError):
     """A table with that identifier already exists."""
 
@@ -102,16 +112,16 @@ class NoSuchTableError(MixedIcebergError):
     """No table with that identifier exists."""
 
 
-class NoSuchSnapshotError(NoSuchTableError):
-    """A time-travel read names a snapshot id that neither store of the table has (never had,
-    or expired)."""
+class NoSuchSnapshotError(MixedIcebergError):
+    """A time-travel read (or ``changes()``) names a snapshot id that the store it reads does
+    not have (never had, or expired)."""
 
 
 class InvalidScanError(MixedIcebergError):
     """A scan names columns the table lacks, or time-travel arguments that contradict each other."""
 
 
-class SnapshotExpiredError(NoSuchTableError):
+class SnapshotExpiredError(NoSuchSnapshotError):
     """A time-travel read needs a snapshot (or the files of one) that maintenance removed:
     answering from what is left would be a wrong answer, so none is given."""
 
@@ -154,6 +164,17 @@ class CommitError(MixedIcebergError):
 
 class CommitConflictError(CommitError):
     """Another commit changed the table first; retrying may succeed."""
+
+
+class CommitStateUnknownError(MixedIcebergError):
+    """A commit's outcome is unknown (the catalog or the storage failed mid-commit): it may have
+    landed. The files it wrote are kept, since a live snapshot may reference them (orphan
+    cleaning removes them if not). Refresh the table and check before retrying; as Iceberg
+    Java's ``CommitStateUnknownException``, this is deliberately not a :class:`CommitError`."""
+
+
+class TransactionClosedError(MixedIcebergError):
+    """A write to (or commit of) a transaction that was already committed or aborted."""
 
 
 class WriterFailedError(MixedIcebergError):

@@ -31,7 +31,13 @@ from mixed_iceberg.catalog.markers import (
     table_format_of,
 )
 from mixed_iceberg.catalog.partitioning import partition_spec
-from mixed_iceberg.exceptions import ConfigError, CorruptTableError, NoSuchTableError, TableExistsError
+from mixed_iceberg.exceptions import (
+    ConfigError,
+    CorruptTableError,
+    InvalidIdentifierError,
+    NoSuchTableError,
+    TableExistsError,
+)
 from mixed_iceberg.reader.merge_options import validate_merge_properties
 from mixed_iceberg.schema import arrow_schema, keyed_iceberg_schema
 from mixed_iceberg.schema_evolution import complete_schema_change
@@ -47,7 +53,7 @@ log = logging.getLogger(__name__)
 def _split(identifier: str) -> tuple[str, str]:
     parts = identifier.split(".")
     if len(parts) < 2 or not all(parts):
-        raise NoSuchTableError(f"table identifier must be 'namespace.table', found {identifier!r}")
+        raise InvalidIdentifierError(f"table identifier must be 'namespace.table', found {identifier!r}")
     return ".".join(parts[:-1]), parts[-1]
 
 

@@ -19,7 +19,7 @@ import pyarrow as pa
 from mixed_iceberg.changestore.batch import ChangeRows, normalize_changes
 from mixed_iceberg.changestore.offsets import assign_offsets, last_row, pair_updates, route_rows
 from mixed_iceberg.changestore.writer import WriterIdentity, write_change_files
-from mixed_iceberg.exceptions import MixedIcebergError
+from mixed_iceberg.exceptions import TransactionClosedError
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
 from mixed_iceberg.store.commit import CommitOutcome, commit_files
 from mixed_iceberg.typedef import CommitId
@@ -129,7 +129,7 @@ class ChangeTransaction:
 
     def _require_open(self) -> None:
         if self._state != "open":
-            raise MixedIcebergError(f"{self._table.name}: transaction is {self._state}; expected an open transaction")
+            raise TransactionClosedError(f"{self._table.name}: transaction is {self._state}; expected an open transaction")
 
     def __enter__(self) -> ChangeTransaction:
         return self

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression, In, Reference
 from pyiceberg.table.snapshots import Snapshot
 
-from mixed_iceberg.exceptions import NoSuchTableError, NotKeyedTableError
+from mixed_iceberg.exceptions import NoSuchSnapshotError, NotKeyedTableError
 from mixed_iceberg.reader.engines import scan_states
 from mixed_iceberg.reader.merge import LSN, KeyIndex, key_codes
 from mixed_iceberg.reader.merge_options import MergeConfig
@@ -128,7 +128,7 @@ class ChangeScan:
 
     def _sequence(self, snapshot: Snapshot | None, wanted: int | None, default: int) -> int:
         if wanted is not None and snapshot is None:
-            raise NoSuchTableError(f"{self.table.name}: ChangeStore has no snapshot {wanted}")
+            raise NoSuchSnapshotError(f"{self.table.name}: ChangeStore has no snapshot {wanted}")
         return int(getattr(snapshot, "sequence_number", default) or default)
 
     def to_arrow(self) -> pa.Table:

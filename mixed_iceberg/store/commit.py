@@ -22,7 +22,7 @@ from pyiceberg.utils.properties import property_as_bool
 
 from mixed_iceberg._pyiceberg.row_delta import stage_rewrite
 from mixed_iceberg._pyiceberg.transaction import GuardedTransaction, StagedAppend, stage_merge_append
-from mixed_iceberg.exceptions import CommitConflictError, CommitError
+from mixed_iceberg.exceptions import CommitConflictError, CommitStateUnknownError
 from mixed_iceberg.typedef import CommitId
 
 __all__ = [
@@ -149,7 +149,8 @@ def commit_files(
 
     Raises:
         CommitConflictError: a concurrent commit conflicted and retries ran out.
-        CommitError: the commit failed otherwise.
+        CommitStateUnknownError: the outcome is unknown (the catalog or storage failed mid-commit);
+            the written files are kept for orphan cleaning.
     """
     started = time.monotonic()
     deleted = deleted or []
@@ -208,7 +209,7 @@ def commit_files(
         _delete_files(table, written)
         raise CommitConflictError(f"{name}: commit conflicted with a concurrent change and did not land: {exc}") from exc
     except Exception as exc:
-        raise CommitError(
+        raise CommitStateUnknownError(
             f"{name}: commit outcome unknown ({type(exc).__name__}: {exc}); files kept for orphan cleaning"
         ) from exc
     if merging is not None:

@@ -12,7 +12,7 @@ import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
 from mixed_iceberg import MixedTable, load_catalog
-from mixed_iceberg.exceptions import CommitError
+from mixed_iceberg.exceptions import CommitStateUnknownError
 from mixed_iceberg.optimizing.maintenance import TableMaintenance
 from mixed_iceberg.optimizing.maintenance.orphans import FOLDERS
 from mixed_iceberg.optimizing.maintenance.reachability import References
@@ -78,7 +78,7 @@ def test_maintenance_on_real_s3_server(tmp_path: Path, s3_endpoint: S3Endpoint, 
     txn = table.new_transaction(("ingest", 99))
     txn.write(changes([("+I", 9000, "a", 1, 1.0)]))
     monkeypatch.setattr(SqlCatalog, "commit_table", lost)
-    with pytest.raises(CommitError, match="outcome unknown"):
+    with pytest.raises(CommitStateUnknownError, match="outcome unknown"):
         txn.commit()
     monkeypatch.undo()
     assert table.change_store is not None

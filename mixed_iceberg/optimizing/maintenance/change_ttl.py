@@ -98,7 +98,7 @@ def expire_change_files(base: Table, change: Table, *, expire_before_ms: int, ta
 
     Raises:
         CommitConflictError: a concurrent commit conflicted; batches committed before it stay.
-        CommitError: a commit failed otherwise.
+        CommitStateUnknownError: a commit's outcome is unknown.
     """
     base.refresh()
     change.refresh()

@@ -44,7 +44,7 @@ from pyiceberg.table.update import (
 from pyiceberg.utils.properties import property_as_bool
 
 from mixed_iceberg.basestore.optimized_sequence import OPTIMIZED_SEQUENCE
-from mixed_iceberg.exceptions import CommitConflictError, CommitError
+from mixed_iceberg.exceptions import CommitConflictError, CommitStateUnknownError
 from mixed_iceberg.optimizing.maintenance.reachability import Referenced, References
 from mixed_iceberg.optimizing.maintenance.storage import Storage
 from mixed_iceberg.store.commit import COMMIT_WRITER
@@ -149,7 +149,7 @@ def _commit_expiry(store: Table, plan: ExpiryPlan, table_name: str) -> None:
     except ValueError as exc:  # "snapshot does not exist": a concurrent expiry got there first
         raise CommitConflictError(f"{table_name}: snapshot expiry raced with another expiry: {exc}") from exc
     except Exception as exc:
-        raise CommitError(f"{table_name}: snapshot expiry outcome unknown ({type(exc).__name__}: {exc})") from exc
+        raise CommitStateUnknownError(f"{table_name}: snapshot expiry outcome unknown ({type(exc).__name__}: {exc})") from exc
     store.refresh()
     # What pyiceberg's Table does after its own commits: metadata files that fell off the
     # metadata log go when write.metadata.delete-after-commit.enabled is set (Amoro sets it).
@@ -180,7 +180,7 @@ def expire_stores(
 
     Raises:
         CommitConflictError: a concurrent commit or expiry interfered; nothing was deleted.
-        CommitError: the outcome of an expiry commit is unknown; nothing was deleted.
+        CommitStateUnknownError: the outcome of an expiry commit is unknown; nothing was deleted.
     """
     references = References()
     outcomes: list[StoreExpiry] = []

@@ -108,7 +108,7 @@ class TableMaintenance:
         Raises:
             PropertyError: a maintenance property holds a bad value.
             CommitConflictError: a concurrent commit interfered; nothing was deleted.
-            CommitError: the expiry commit failed otherwise.
+            CommitStateUnknownError: the expiry commit's outcome is unknown.
         """
         started = time.monotonic()
         config = self.config

@@ -26,7 +26,7 @@ from pyiceberg.manifest import (
 from pyiceberg.table import Table
 
 from mixed_iceberg._pyiceberg.rewrite_manifests import ManifestRewrite, has_deleted_entries
-from mixed_iceberg.exceptions import CommitConflictError, CommitError
+from mixed_iceberg.exceptions import CommitConflictError, CommitStateUnknownError
 
 __all__ = ["RewriteOutcome", "pack_manifests", "rewrite_manifests"]
 
@@ -83,7 +83,7 @@ def rewrite_manifests(store: Table, *, target_size: int, table_name: str) -> Rew
 
     Raises:
         CommitConflictError: concurrent commits kept winning until retries ran out.
-        CommitError: the commit failed otherwise.
+        CommitStateUnknownError: the commit's outcome is unknown.
     """
     store.refresh()
     current = store.current_snapshot()
@@ -100,7 +100,7 @@ def rewrite_manifests(store: Table, *, target_size: int, table_name: str) -> Rew
         raise CommitConflictError(f"{table_name}: manifest rewrite lost to concurrent commits: {exc}") from exc
     except Exception as exc:
         # outcome unknown: pyiceberg keeps the manifests, orphan cleaning removes them if unused
-        raise CommitError(f"{table_name}: manifest rewrite outcome unknown ({type(exc).__name__}: {exc})") from exc
+        raise CommitStateUnknownError(f"{table_name}: manifest rewrite outcome unknown ({type(exc).__name__}: {exc})") from exc
     store.refresh()
     return RewriteOutcome(
         producer.snapshot_id,

@@ -14,6 +14,7 @@ from mixed_iceberg.exceptions import (
     MixedIcebergError,
     NotKeyedTableError,
     SchemaMismatchError,
+    TransactionClosedError,
 )
 from mixed_iceberg.store.commit import last_committed_sequence
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
@@ -135,7 +136,7 @@ def test_transaction_cannot_be_reused_after_commit(table: MixedTable) -> None:
     txn = table.new_transaction()
     txn.write(changes([("+I", 1, "a", 1, 1.0)]))
     txn.commit()
-    with pytest.raises(MixedIcebergError, match="expected an open transaction"):
+    with pytest.raises(TransactionClosedError, match="transaction is committed; expected an open transaction"):
         txn.write(changes([("+I", 2, "a", 1, 1.0)]))
 
 

@@ -13,7 +13,7 @@ from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.manifest import DATA_FILE_TYPE, DataFile
 
 from mixed_iceberg import MixedTable, TableFormat
-from mixed_iceberg.exceptions import CommitError
+from mixed_iceberg.exceptions import CommitStateUnknownError
 from mixed_iceberg.optimizing.maintenance import TableMaintenance
 from mixed_iceberg.optimizing.maintenance.reachability import References
 from mixed_iceberg.store.commit import commit_files
@@ -48,7 +48,7 @@ def _failed_commit(table: MixedTable, monkeypatch: pytest.MonkeyPatch) -> None:
     txn = table.new_transaction(("ingest", 99))
     txn.write(changes([("+I", 5000, "a", 1, 1.0), ("+I", 5001, "b", 1, 1.0)]))
     monkeypatch.setattr(SqlCatalog, "commit_table", lost)
-    with pytest.raises(CommitError, match="outcome unknown"):
+    with pytest.raises(CommitStateUnknownError, match="outcome unknown"):
         txn.commit()
     monkeypatch.undo()
 
