@@ -75,6 +75,7 @@ def main() -> int:
 
 def _report(oracle_path: Path, bootstrap: str, env: dict[str, str]) -> int:
     from mixed_iceberg.ingest.config import load_ingest_config
+    from mixed_iceberg.ingest.dead_letter import DeadLetterContext
     from mixed_iceberg.ingest.runtime import load_table
     from mixed_iceberg.logstore.base import LogStoreConsumer
     from mixed_iceberg.logstore.kafka import KafkaLogReader
@@ -90,7 +91,7 @@ def _report(oracle_path: Path, bootstrap: str, env: dict[str, str]) -> int:
     log = LogStoreConsumer(KafkaLogReader(bootstrap, env["MIXED_ICEBERG_INGEST_LOG_TOPIC"]), table.arrow_schema())
     changes = log.read_all(idle_timeout=2.0)
     log.close()
-    dlq = KafkaLogReader(bootstrap, env["MIXED_ICEBERG_INGEST_DLQ"])
+    dlq = KafkaLogReader(bootstrap, env["MIXED_ICEBERG_INGEST_DLQ"], headers=True)
     letters = dlq.fetch(10_000, 3.0)
     dlq.close()
     snapshots = list(table.change_store.snapshots()) if table.change_store is not None else []
@@ -102,9 +103,10 @@ def _report(oracle_path: Path, bootstrap: str, env: dict[str, str]) -> int:
         f"LogStore changes (committed):   {changes.num_rows:,}  {sorted((c['_change_action'], c['_change_action_count']) for c in counts)}"
     )
     print(f"dead letters:                   {len(letters):,}")
-    for value in letters.values.to_pylist()[:3]:
-        letter = json.loads(value)
-        print(f"  offset {letter['offset']}: {letter['reason'][:90]}")
+    # A dead letter is the source record's bytes unchanged; why and where from are in its headers.
+    for value, headers in list(zip(letters.values.to_pylist(), letters.headers or [], strict=True))[:3]:
+        letter = DeadLetterContext.from_headers(headers)
+        print(f"  {letter.topic}/{letter.partition}@{letter.offset}: {letter.reason[:70]}  value={value[:40]!r}")
     return 0 if got == expected else 1
 
 

@@ -20,7 +20,6 @@ change exactly once, in source order per key.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import time
@@ -38,7 +37,8 @@ from mixed_iceberg.exceptions import CommitConflictError
 from mixed_iceberg.faults import crash_point
 from mixed_iceberg.format.javahash import key_hash
 from mixed_iceberg.ingest.cdc import CdcParser, DeadLetters, ParsedChanges
-from mixed_iceberg.ingest.metrics import IngestMetrics
+from mixed_iceberg.ingest.dead_letter import dead_letter_headers
+from mixed_iceberg.ingest.metrics import IngestMetrics, valid_event_times
 from mixed_iceberg.logstore.base import LogWriter
 from mixed_iceberg.logstore.format import encode_rows
 from mixed_iceberg.store.commit import last_committed_sequence
@@ -99,25 +99,6 @@ def _fail_first_commit_for_tests(table: str) -> None:
     except FileExistsError:
         return
     raise OSError(f"{table}: injected table commit failure ({FAIL_FIRST_TABLE_COMMIT})")
-
-
-def _dead_letter_payloads(dead: DeadLetters, topic: str, partition: int) -> pa.Array:
-    # The error path (a handful of messages): one JSON envelope per rejected message.
-    raw = dead.values.to_pylist()
-    reasons = dead.reasons.to_pylist()
-    envelopes = [
-        json.dumps(
-            {
-                "reason": reason,
-                "topic": topic,
-                "partition": partition,
-                "offset": int(offset),
-                "value": value.decode("utf-8", errors="replace"),
-            }
-        ).encode()
-        for value, reason, offset in zip(raw, reasons, dead.offsets.tolist(), strict=True)
-    ]
-    return pa.array(envelopes, pa.binary())
 
 
 class PartitionIngestor:
@@ -265,22 +246,36 @@ class PartitionIngestor:
             for offset, reason in zip(dead.offsets[:5].tolist(), dead.reasons[:5].to_pylist(), strict=True):
                 log.warning("%s: dead letter %s/%d@%d: %s", self.table.name, self.topic, self.partition, offset, reason)
             if self.dead_letter_topic is not None:
-                self.log_writer.send(self.dead_letter_topic, _dead_letter_payloads(dead, self.topic, self.partition))
+                # Kafka Connect's DLQ record: the message's own bytes, the context in headers.
+                headers = dead_letter_headers(dead, self.topic, self.partition)
+                self.log_writer.send(self.dead_letter_topic, dead.values, headers=headers)
             self.metrics.dead_letters += len(dead)
 
     def _commit_table(self, parsed: ParsedChanges, table_from: int, next_offset: int, received_ms: int | None) -> None:
         mask = parsed.offsets >= table_from
         changes = parsed.changes.filter(pa.array(mask))
+        dead = int((parsed.dead.offsets >= table_from).sum())
         if self.log_writer is None:  # otherwise counted with the LogStore's side outputs
-            self.metrics.dead_letters += int((parsed.dead.offsets >= table_from).sum())
+            self.metrics.dead_letters += dead
+        # The records of [table_from, next_offset) that were dead-lettered, and the event times
+        # the freshness figures are taken from: the client's progress report reads them here
+        # (the dead-letter topic is transactional, so its offsets over-count).
         summary = {
             f"{SUMMARY_PREFIX}topic": self.topic,
             f"{SUMMARY_PREFIX}partition": str(self.partition),
             f"{SUMMARY_PREFIX}next-offset": str(next_offset),
             f"{SUMMARY_PREFIX}rows": str(changes.num_rows),
+            f"{SUMMARY_PREFIX}dead-letters": str(dead),
         }
         if received_ms is not None:
             summary[f"{SUMMARY_PREFIX}received-ms"] = str(received_ms)
+        events = parsed.event_ms[mask]
+        valid = events[valid_event_times(events, time.time() * 1000)]
+        if len(valid):
+            # Freshness p50/p99 at commit = the snapshot's timestamp minus these.
+            p50, p1 = np.percentile(valid, [50, 1])
+            summary[f"{SUMMARY_PREFIX}event-ms-p50"] = str(int(p50))
+            summary[f"{SUMMARY_PREFIX}event-ms-p1"] = str(int(p1))
         _fail_first_commit_for_tests(self.table.name)
         started = time.monotonic()
         for attempt in range(self.commit_retries + 1):
@@ -293,9 +288,7 @@ class PartitionIngestor:
                     raise
                 time.sleep(min(2.0, 0.05 * 2**attempt))
         duration_ms = (time.monotonic() - started) * 1000
-        now_ms = time.time() * 1000
-        events = parsed.event_ms[mask]
-        self.metrics.observe_commit(duration_ms, (now_ms - events[events >= 0]).astype(np.float64))
+        self.metrics.observe_commit(duration_ms, events, time.time() * 1000)
         self.metrics.changes_out += changes.num_rows
         self.table_next = next_offset
         log.info(

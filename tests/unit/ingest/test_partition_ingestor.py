@@ -11,9 +11,11 @@ import pytest
 
 from mixed_iceberg import MixedTable
 from mixed_iceberg.ingest.cdc import CdcFormat, CdcParser
+from mixed_iceberg.ingest.dead_letter import DeadLetterContext
 from mixed_iceberg.ingest.writer import PartitionIngestor, committed_offsets
 from mixed_iceberg.logstore.base import LogStoreConsumer
 from mixed_iceberg.logstore.memory import MemoryLogBroker, MemoryLogReader, MemoryLogWriter
+from tests.support.fuzz_cdc import POISON
 from tests.support.tables import ORDERS_SCHEMA, local_catalog, rows_of
 
 
@@ -114,10 +116,34 @@ def test_dead_letters_are_sent_once_and_valid_records_all_land(table: MixedTable
     ingestor.process(np.arange(12), pa.array(batch, pa.binary()))
     ingestor.process(np.arange(12), pa.array(batch, pa.binary()))  # replayed
     assert sorted(_merged(table)) == list(range(10))
-    letters = [json.loads(v) for v in broker.committed_values("dlq")]
-    assert [(d["offset"], d["reason"].split(":")[0]) for d in letters] == [(5, "malformed message"), (6, "unknown op 'z'")]
+    letters = broker.committed_records("dlq")
+    assert [value for value, _ in letters] == [b"{broken", b'{"op":"z","after":{"id":1}}']
+    contexts = [DeadLetterContext.from_headers(headers) for _, headers in letters]
+    assert [(c.offset, c.reason.split(":")[0], c.topic, c.partition) for c in contexts] == [
+        (5, "malformed message", "src", 0),
+        (6, "unknown op 'z'", "src", 0),
+    ]
     assert ingestor.metrics.dead_letters == 2
     assert ingestor.metrics.replayed_dropped == 12
+
+
+def test_poison_messages_are_dead_lettered_byte_for_byte_and_the_batch_commits(table: MixedTable) -> None:
+    broker = MemoryLogBroker()
+    ingestor = _ingestor(table, broker)
+    ingestor.open()
+    good = [json.dumps({"before": None, "after": {"id": i, "qty": i}, "op": "c"}).encode() for i in range(6)]
+    batch = [m for pair in zip(POISON, good, strict=True) for m in pair]  # poison at even offsets
+    ingestor.process(np.arange(len(batch)), pa.array(batch, pa.binary()))
+    assert sorted(_merged(table)) == list(range(6))
+    letters = broker.committed_records("dlq")
+    assert [value for value, _ in letters] == POISON
+    contexts = [DeadLetterContext.from_headers(headers) for _, headers in letters]
+    assert [c.offset for c in contexts] == list(range(0, len(batch), 2))
+    assert all(c.reason.startswith("malformed message: ") for c in contexts)
+    assert "not valid UTF-8" in contexts[0].reason
+    assert "not valid UTF-8" in contexts[2].reason
+    assert "expected a JSON object, found null" in contexts[1].reason
+    assert committed_offsets(table, "j", "src", [0]) == {0: len(batch)}
 
 
 def test_a_logstore_ahead_of_the_table_does_not_starve_the_table(table: MixedTable) -> None:
