@@ -186,6 +186,7 @@ class MixedTable:
         base_snapshot_id: int | None = None,
         as_of: datetime | int | None = None,
         case_sensitive: bool = True,
+        limit: int | None = None,
     ) -> MixedScan:
         """The merged state per key (one row per key, the latest change wins; see docs/semantics.md).
 
@@ -198,15 +199,25 @@ class MixedTable:
             base_snapshot_id: BaseStore snapshot to pair with ``snapshot_id`` explicitly.
             as_of: read both stores as of a time (a datetime, naive means UTC, or epoch ms).
             case_sensitive: how column names in ``row_filter`` are matched.
+            limit: return at most this many rows (as pyiceberg's ``Table.scan(limit=...)``);
+                the read stops once it has them.
 
         Raises:
             NoSuchSnapshotError: neither store has ``snapshot_id``.
             SnapshotExpiredError: the state of that time needs a snapshot expiry removed.
-            InvalidScanError: unknown ``selected_fields``, or ``as_of`` with a snapshot id.
+            InvalidScanError: unknown ``selected_fields``, ``as_of`` with a snapshot id, or a
+                negative ``limit``.
         """
         self.refresh()
         return MixedScan(
-            self, row_filter, selected_fields, snapshot_id, base_snapshot_id, case_sensitive, as_of_ms=_epoch_ms(as_of)
+            self,
+            row_filter,
+            selected_fields,
+            snapshot_id,
+            base_snapshot_id,
+            case_sensitive,
+            as_of_ms=_epoch_ms(as_of),
+            limit=limit,
         )
 
     def snapshots(self) -> pa.Table:

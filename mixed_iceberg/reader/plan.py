@@ -25,9 +25,16 @@ class PartitionIndex:
 
     def __init__(self) -> None:
         self._ordinals: dict[str, int] = {}
+        self._paths: list[str] = []
 
     def ordinal(self, path: str) -> int:
         return self._ordinals.setdefault(path, len(self._ordinals))
+
+    def path(self, ordinal: int) -> str:
+        """The partition path of an ordinal this index handed out."""
+        if len(self._paths) != len(self._ordinals):
+            self._paths = list(self._ordinals)
+        return self._paths[ordinal]
 
 
 @dataclass(frozen=True, slots=True)

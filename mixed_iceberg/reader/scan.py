@@ -7,8 +7,10 @@ See DESIGN.md, "Read".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import importlib
+from collections.abc import Iterator, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,14 +31,21 @@ from mixed_iceberg.format import parse_base
 from mixed_iceberg.reader.data_files import read_positional
 from mixed_iceberg.reader.engines import merge_by_engine
 from mixed_iceberg.reader.filters import split_filter
+from mixed_iceberg.reader.groups import BaseFileInfo, ChangeFileInfo, FileGroup, group_files, keys_stay_in_partition
 from mixed_iceberg.reader.merge import LSN, KeyedRows, keep_rows, latest_by_key
 from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.plan import ChangeFileRef, PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import base_lsn, is_maskable, read_base_rows, read_base_unmasked, read_change_rows
 from mixed_iceberg.store.entries import live_files, plan_scan_tasks
 from mixed_iceberg.store.equality_deletes import scan_with_equality_deletes
+from mixed_iceberg.store.layout import partition_path
 
 if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd  # type: ignore[import-untyped]
+    import polars as pl
+
+    from mixed_iceberg.reader.tasks import MergeTask
     from mixed_iceberg.table import MixedTable
 
 __all__ = ["MixedScan", "history_expired", "snapshot_as_of"]
@@ -58,6 +67,16 @@ def snapshot_as_of(store_snapshots: Sequence[Snapshot], timestamp_ms: int) -> Sn
     return max(older, key=lambda s: (s.timestamp_ms, s.sequence_number)) if older else None
 
 
+def _require(module: str, extra: str) -> ModuleType:
+    """Import an optional integration, or say which extra installs it."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        raise ModuleNotFoundError(
+            f"{module} is not installed; expected it for this call: pip install 'mixed-iceberg[{extra}]'", name=module
+        ) from exc
+
+
 class MixedScan:
     """A planned read of the latest state per key; ``to_arrow()`` runs it."""
 
@@ -72,10 +91,18 @@ class MixedScan:
         *,
         as_of_ms: int | None = None,
         snapshots: tuple[Snapshot | None, Snapshot | None] | None = None,
+        limit: int | None = None,
     ) -> None:
         self.table = table
+        self.row_filter = row_filter
         self.selected_fields = tuple(selected_fields)
         self.case_sensitive = case_sensitive
+        if limit is not None and limit < 0:
+            raise InvalidScanError(f"{table.name}: limit expected >= 0, found {limit}")
+        self.limit = limit
+        self._planned: dict[int, list[FileScanTask]] = {}
+        self._refs: list[ChangeFileRef] | None = None
+        self._partitions = PartitionIndex()
         schema = table.schema()
         self.filter = split_filter(row_filter, schema, table.primary_key, case_sensitive)
         if snapshots is not None:
@@ -158,6 +185,11 @@ class MixedScan:
             )
         return snapshot
 
+    def output_schema(self) -> pa.Schema:
+        """The Arrow schema of what the scan returns (``selected_fields`` in table order)."""
+        arrow = self.table.arrow_schema()
+        return pa.schema([arrow.field(name) for name in self._columns()])
+
     def _columns(self) -> list[str]:
         names = self.table.schema().column_names
         if self.selected_fields == ("*",):
@@ -168,13 +200,23 @@ class MixedScan:
         return [n for n in names if n in self.selected_fields]
 
     def to_arrow(self) -> pa.Table:
-        """The merged rows, projected to ``selected_fields``.
+        """The merged rows, projected to ``selected_fields`` (at most ``limit`` of them).
+
+        Raises:
+            SnapshotExpiredError: a time-travel read needs files that maintenance deleted.
+        """
+        if self.limit is not None:
+            return self.to_arrow_batch_reader().read_all()
+        return self.read_group(None)
+
+    def read_group(self, group: FileGroup | None) -> pa.Table:
+        """The merged rows of one :class:`FileGroup` of this scan (``None``: all of them).
 
         Raises:
             SnapshotExpiredError: a time-travel read needs files that maintenance deleted.
         """
         try:
-            return self._merged()
+            return self._merged(group)
         except FileNotFoundError as exc:
             if self.change_snapshot is self._current_change() and self.base_snapshot is self.table.base_store.current_snapshot():
                 raise
@@ -184,17 +226,128 @@ class MixedScan:
                 f"(change.data.ttl.minutes or snapshot expiry): {exc}"
             ) from exc
 
+    def file_groups(self) -> list[FileGroup]:
+        """The scan's files split into groups that merge independently (one per partition and
+        tree node where the table allows it; see :func:`mixed_iceberg.reader.tasks.group_files`)."""
+        table = self.table
+        base = table.base_store
+        tasks = self._base_tasks(self.filter.keys)
+        refs = self._change_refs()
+        if table.change_store is None:
+            if any(d.content == DataFileContent.EQUALITY_DELETES for t in tasks for d in t.delete_files):
+                return [FileGroup.whole(tasks)]  # equality deletes may hit any file: one group
+            return [FileGroup(frozenset([t.file.file_path]), frozenset()) for t in tasks]
+        return group_files(
+            [BaseFileInfo(t.file.file_path, partition_path(base, t.file)) for t in tasks],
+            [ChangeFileInfo(r.path, self._partitions.path(r.partition), r.sequence_number) for r in refs],
+            by_partition=keys_stay_in_partition(table),
+        )
+
+    def plan_tasks(self) -> list[MergeTask]:
+        """The scan as independent, picklable merge tasks, one per file group; run each with
+        ``task.to_arrow()`` or :func:`mixed_iceberg.reader.tasks.execute_task`, in any process
+        that reaches the files. The union of their outputs is ``to_arrow()`` (``limit`` aside).
+        See docs/reading.md."""
+        from mixed_iceberg.reader.tasks import plan_merge_tasks
+
+        return plan_merge_tasks(self)
+
+    def to_arrow_batch_reader(self) -> pa.RecordBatchReader:
+        """The merged rows as a stream, read and merged one :class:`FileGroup` at a time.
+
+        Memory is bounded by the largest group (a partition's tree node) instead of the table;
+        a table partitioned by a non-key column groups by tree node across partitions, and an
+        unkeyed table with equality deletes (another engine's) is read as one group. Rows come
+        group by group, so not in the order of :meth:`to_arrow`.
+
+        >>> for batch in table.scan().to_arrow_batch_reader():         # doctest: +SKIP
+        ...     handle(batch)
+        """
+        schema = self.output_schema()
+        return pa.RecordBatchReader.from_batches(schema, self._batches(schema))
+
+    def _batches(self, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        left = self.limit
+        if left == 0:
+            return
+        for group in self.file_groups():
+            rows = self.read_group(group)
+            if left is not None:
+                rows = rows.slice(0, left)
+                left -= rows.num_rows
+            if rows.schema != schema:
+                rows = rows.cast(schema)
+            yield from rows.to_batches()
+            if left == 0:
+                return
+
+    def count(self) -> int:
+        """How many rows the scan returns (merged: one per live key that passes the filter);
+        reads key columns only, group by group."""
+        table = self.table
+        keys = list(table.primary_key) or table.schema().column_names[:1]
+        narrow = MixedScan(
+            table,
+            self.row_filter,
+            keys,
+            case_sensitive=self.case_sensitive,
+            snapshots=(self.change_snapshot, self.base_snapshot),
+            limit=self.limit,
+        )
+        return sum(batch.num_rows for batch in narrow.to_arrow_batch_reader())
+
+    def to_pandas(self, **kwargs: Any) -> pd.DataFrame:
+        """The merged rows as a pandas DataFrame (``kwargs`` go to ``pyarrow.Table.to_pandas``).
+
+        Raises:
+            ModuleNotFoundError: pandas is not installed (``pip install 'mixed-iceberg[pandas]'``).
+        """
+        _require("pandas", "pandas")
+        return self.to_arrow().to_pandas(**kwargs)
+
+    def to_polars(self) -> pl.DataFrame:
+        """The merged rows as a Polars DataFrame.
+
+        Raises:
+            ModuleNotFoundError: polars is not installed (``pip install 'mixed-iceberg[polars]'``).
+        """
+        _require("polars", "polars")
+        import polars
+
+        frame = polars.from_arrow(self.to_arrow())
+        assert isinstance(frame, polars.DataFrame)  # a Table gives a DataFrame (a Series only from an Array)
+        return frame
+
+    def to_duckdb(self, table_name: str, connection: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
+        """Register the merged rows as ``table_name`` in a DuckDB ``connection`` (a new in-memory
+        one by default) and return the connection, as pyiceberg's ``DataScan.to_duckdb`` does.
+
+        Raises:
+            ModuleNotFoundError: duckdb is not installed (``pip install 'mixed-iceberg[duckdb]'``).
+        """
+        duckdb_module = _require("duckdb", "duckdb")
+        con = connection if connection is not None else duckdb_module.connect(database=":memory:")
+        con.register(table_name, self.to_arrow())
+        return con
+
     def _current_change(self) -> Snapshot | None:
         change = self.table.change_store
         return change.current_snapshot() if change is not None else None
 
-    def _merged(self) -> pa.Table:
+    def _merged(self, group: FileGroup | None = None) -> pa.Table:
+        """The merged rows of the whole scan, or of the files of one ``group`` (whose keys no
+        file outside it holds: see :mod:`mixed_iceberg.reader.tasks`)."""
         table = self.table
         schema = table.schema()
         output = self._columns()
         keys = list(table.primary_key)
         needed = [n for n in schema.column_names if n in output or n in keys]
         base = table.base_store
+        if table.change_store is None and group is not None:
+            # One data file (and its position deletes) of a table without equality deletes.
+            tasks = self._base_tasks(self.filter.full, group)
+            projected = schema.select(*output, case_sensitive=self.case_sensitive)
+            return read_base_rows(base, tasks, [0] * len(tasks), projected, self.filter.full, tagged=False).select(output)
         if table.change_store is None:
             # Unkeyed and plain Iceberg tables: Iceberg's own delete semantics, including the
             # equality deletes other engines (e.g. Flink upsert) write and pyiceberg cannot read.
@@ -206,15 +359,15 @@ class MixedScan:
                 case_sensitive=self.case_sensitive,
             ).select(output)
         change = table.change_store
-        tasks = self._base_tasks(self.filter.full)
+        tasks = self._base_tasks(self.filter.full, group)
         transaction_ids = [parse_base(t.file.file_path).transaction_id for t in tasks]
         projected = schema.select(*needed, case_sensitive=self.case_sensitive)
-        refs = self._change_refs() if self.change_snapshot is not None else []
+        refs = self._change_refs(group) if self.change_snapshot is not None else []
         if not refs:
             return read_base_rows(base, tasks, transaction_ids, projected, self.filter.full, tagged=False).select(output)
         config = table.merge_config
         if not config.is_default:
-            return self._merged_by_engine(config, refs, output, needed)
+            return self._merged_by_engine(config, refs, output, needed, group)
         # The tail: every visible change row of the keys the key predicates admit. Value
         # predicates may not prune it (a newer row that fails them still hides an older one).
         inserts = read_change_rows(
@@ -233,7 +386,7 @@ class MixedScan:
         alive = np.flatnonzero(keep) if keep is not None else None
         settled_keys = [data.column(k) if alive is None else data.column(k).take(alive) for k in keys]
         settled_lsn = data.column(LSN).to_numpy() if alive is None else data.column(LSN).to_numpy()[alive]
-        conflicts = self._conflicting_base(refs, tasks, keys)
+        conflicts = self._conflicting_base(refs, keys, group)
         settled_keep, (insert_keep, _) = latest_by_key(
             [*conflicts, KeyedRows.of(settled_keys, settled_lsn, True)],
             [
@@ -251,7 +404,12 @@ class MixedScan:
         return pa.concat_tables(merged, promote_options="permissive").select(output)
 
     def _merged_by_engine(
-        self, config: MergeConfig, refs: Sequence[ChangeFileRef], output: list[str], needed: list[str]
+        self,
+        config: MergeConfig,
+        refs: Sequence[ChangeFileRef],
+        output: list[str],
+        needed: list[str],
+        group: FileGroup | None = None,
     ) -> pa.Table:
         """The merged view under a merge engine other than plain deduplication: a key's result
         may depend on all its rows, so every row of the keys the key predicates admit is read,
@@ -263,7 +421,7 @@ class MixedScan:
         assert change is not None
         extra = [config.sequence_field] if config.sequence_field and config.sequence_field not in needed else []
         columns = [n for n in schema.column_names if n in {*needed, *extra, *self._filter_only(needed)}]
-        tasks = self._base_tasks(self.filter.keys)
+        tasks = self._base_tasks(self.filter.keys, group)
         transaction_ids = [parse_base(t.file.file_path).transaction_id for t in tasks]
         projected = schema.select(*columns, case_sensitive=self.case_sensitive)
         data = read_base_rows(table.base_store, tasks, transaction_ids, projected, self.filter.keys)
@@ -279,10 +437,15 @@ class MixedScan:
         rows = pa.concat_tables([keep_rows(data.select(columns), untouched), merged.select(columns)])
         return keep_rows(rows, self._matches(rows, schema)).select(output)
 
-    def _base_tasks(self, row_filter: BooleanExpression) -> list[FileScanTask]:
+    def _base_tasks(self, row_filter: BooleanExpression, group: FileGroup | None = None) -> list[FileScanTask]:
+        """BaseStore tasks that ``row_filter`` may match (planned once per scan), of ``group`` only when given."""
         if self.base_snapshot is None:
             return []
-        return plan_scan_tasks(self.table.base_store, self.base_snapshot, row_filter, case_sensitive=self.case_sensitive)
+        planned = self._planned.get(id(row_filter))
+        if planned is None:
+            planned = plan_scan_tasks(self.table.base_store, self.base_snapshot, row_filter, case_sensitive=self.case_sensitive)
+            self._planned[id(row_filter)] = planned
+        return planned if group is None else [t for t in planned if t.file.file_path in group.base_paths]
 
     def _filter_only(self, needed: Sequence[str]) -> list[str]:
         """Columns the row filter reads that the output does not need."""
@@ -306,7 +469,9 @@ class MixedScan:
         matched: npt.NDArray[np.bool_] = pc.fill_null(match, False).to_numpy(zero_copy_only=False)
         return matched
 
-    def _conflicting_base(self, refs: Sequence[ChangeFileRef], tasks: Sequence[FileScanTask], keys: list[str]) -> list[KeyedRows]:
+    def _conflicting_base(
+        self, refs: Sequence[ChangeFileRef], keys: list[str], group: FileGroup | None = None
+    ) -> list[KeyedRows]:
         """Keys of base rows that may be newer than tail rows (a base file whose transaction id
         is not below the tail's), whatever the value filter: such a row hides an older change
         row even when the filter drops it. Written only by engines that load the BaseStore
@@ -319,7 +484,9 @@ class MixedScan:
             for live in live_files(base, self.base_snapshot)
         ):
             return []
-        candidates = [t for t in self._base_tasks(self.filter.keys) if parse_base(t.file.file_path).transaction_id >= oldest]
+        candidates = [
+            t for t in self._base_tasks(self.filter.keys, group) if parse_base(t.file.file_path).transaction_id >= oldest
+        ]
         if not candidates:
             return []
         schema = self.table.schema().select(*keys, case_sensitive=self.case_sensitive)
@@ -327,17 +494,19 @@ class MixedScan:
         lsn = np.repeat(base_lsn([parse_base(t.file.file_path).transaction_id for t in candidates]), counts)
         return [KeyedRows.of([rows.column(k) for k in keys], lsn, True)]
 
-    def _change_refs(self) -> list[ChangeFileRef]:
+    def _change_refs(self, group: FileGroup | None = None) -> list[ChangeFileRef]:
         """ChangeStore files above their partition's optimized sequence that the key predicates admit.
 
         Partitions are pruned by key predicates only: a key may move between partitions of a
         table partitioned by a non-key column, and its newer row elsewhere still hides the old."""
         change = self.table.change_store
-        if change is None:
+        if change is None or self.change_snapshot is None:
             return []
-        return plan_change_files(
-            change,
-            live_files(change, self.change_snapshot, self.filter.keys, case_sensitive=self.case_sensitive),
-            PartitionIndex(),
-            read_optimized_sequence(self.table.base_store, self.base_snapshot),
-        )
+        if self._refs is None:
+            self._refs = plan_change_files(
+                change,
+                live_files(change, self.change_snapshot, self.filter.keys, case_sensitive=self.case_sensitive),
+                self._partitions,
+                read_optimized_sequence(self.table.base_store, self.base_snapshot),
+            )
+        return self._refs if group is None else [r for r in self._refs if r.path in group.change_paths]
