@@ -49,7 +49,7 @@ def _rows(ids: np.ndarray, qty: int) -> pa.Table:
 
 
 def build(warehouse: Path, rows: int, buckets: int) -> None:
-    catalog = load_catalog("local", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=str(warehouse / "wh"))
+    catalog = load_catalog("bench", type="sql", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=str(warehouse / "wh"))
     table = catalog.create_table(
         "bench.orders",
         SCHEMA,
@@ -66,7 +66,7 @@ def build(warehouse: Path, rows: int, buckets: int) -> None:
 
 
 def child(warehouse: Path, mode: str) -> None:
-    catalog = load_catalog("local", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=str(warehouse / "wh"))
+    catalog = load_catalog("bench", type="sql", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=str(warehouse / "wh"))
     scan = catalog.load_table("bench.orders").scan()
     before_kb = _status_kb("VmRSS")
     started = time.monotonic()

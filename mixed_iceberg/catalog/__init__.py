@@ -1,4 +1,4 @@
-"""Catalogs from ``conf/catalogs.yaml``: ``load_catalog("local")``."""
+"""Catalogs from ``conf/catalogs.yaml``, pyiceberg's configuration or properties: ``load_catalog("local")``."""
 
 from __future__ import annotations
 
@@ -27,12 +27,22 @@ def _iceberg_catalog(config: CatalogConfig) -> Catalog:
         ) from exc
 
 
-def load_catalog(name: str = "local", *, config_path: str | Path | None = None, **overrides: str) -> MixedCatalog:
-    """Open the catalog ``name`` from ``catalogs.yaml``; keyword arguments override its properties.
+def load_catalog(name: str = "local", *, config_path: str | Path | None = None, **properties: str) -> MixedCatalog:
+    """Open the catalog ``name``: its ``catalogs.yaml`` entry, pyiceberg's configuration of it
+    (``.pyiceberg.yaml``, ``PYICEBERG_CATALOG__<NAME>__<KEY>``) and keyword ``properties``, later
+    ones overriding earlier ones; properties alone suffice, as in pyiceberg (see docs/catalogs.md).
+
+    Other engines see our tables in a SQL catalog only under the same ``name``: pyiceberg's
+    SQL catalog keeps the name in every row and lists only its own.
 
     Example:
         >>> catalog = load_catalog("local")                       # doctest: +SKIP
-        >>> catalog.list_tables("db")                              # doctest: +SKIP
+        >>> other = load_catalog("lake", type="sql", uri="sqlite:////tmp/c.db", warehouse="/tmp/wh")  # doctest: +SKIP
+
+    Raises:
+        ConfigError: no source knows ``name``, the sources contradict each other (a ``type``
+            against another or against the ``uri``, one property with two values), or the
+            catalog cannot be opened.
     """
-    config = load_catalog_config(name, Path(config_path) if config_path else None, overrides)
+    config = load_catalog_config(name, Path(config_path) if config_path else None, properties)
     return MixedCatalog(config.name, _iceberg_catalog(config), config.separator)

@@ -1,4 +1,6 @@
-"""Catalog configuration: ``conf/catalogs.yaml`` in Amoro's shape, with env-var interpolation.
+"""Catalog configuration: ``conf/catalogs.yaml`` in Amoro's shape, with env-var interpolation,
+and pyiceberg's own sources (``.pyiceberg.yaml``, ``PYICEBERG_CATALOG__<NAME>__<KEY>``) or
+properties alone, as ``pyiceberg.catalog.load_catalog`` takes them.
 
 A catalog entry has a ``name``, a ``type`` (``sql`` or ``rest``), a ``storage`` block
 (``local`` or ``s3``) and catalog ``properties``. Values may reference ``${VAR}`` or
@@ -16,10 +18,11 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pyiceberg.utils.config import Config
 
 from mixed_iceberg.exceptions import ConfigError
 
-__all__ = ["CatalogConfig", "StorageConfig", "default_config_path", "load_catalog_config"]
+__all__ = ["CatalogConfig", "StorageConfig", "default_config_path", "load_catalog_config", "pyiceberg_catalog_properties"]
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -117,34 +120,120 @@ def _resolve_paths(props: dict[str, str], home: Path) -> dict[str, str]:
     return resolved
 
 
-def load_catalog_config(name: str, path: Path | None = None, overrides: Mapping[str, str] | None = None) -> CatalogConfig:
-    """The named catalog's configuration, with keyword ``overrides`` applied to its properties.
+_TYPES = ("sql", "rest")
+
+
+def pyiceberg_catalog_properties(name: str) -> dict[str, str]:
+    """The catalog ``name`` as pyiceberg's own configuration has it: ``.pyiceberg.yaml`` (in
+    ``$PYICEBERG_HOME``, the home folder or the working folder) and ``PYICEBERG_CATALOG__<NAME>__<KEY>``
+    variables, which win over the file, flattened to dotted keys."""
+    try:
+        found = Config().get_catalog_config(name) or {}
+    except ValueError as exc:  # pyiceberg's own message: a malformed file or variable
+        raise ConfigError(f"catalog {name!r}: pyiceberg's configuration is invalid: {exc}") from exc
+    return _flatten(found)
+
+
+def _flatten(values: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    flat: dict[str, str] = {}
+    for key, value in values.items():
+        if isinstance(value, Mapping):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = str(value)
+    return flat
+
+
+def _yaml_entry(name: str, path: Path | None) -> tuple[dict[str, Any] | None, Path, list[str]]:
+    """The entry ``name`` of the catalogs file (None: no such entry, or no file at the default
+    path), the file, and the names it holds.
 
     Raises:
-        ConfigError: the file is missing or malformed, or has no catalog of that name.
+        ConfigError: an explicitly given file is missing, or a file is malformed.
     """
+    explicit = path is not None
     path = path or default_config_path()
     try:
         document = yaml.safe_load(path.read_text())
     except FileNotFoundError as exc:
+        if not explicit:
+            return None, path, []
         raise ConfigError(f"catalog config {path} does not exist; expected a YAML file with a 'catalogs' list") from exc
     except yaml.YAMLError as exc:
         raise ConfigError(f"catalog config {path} is not valid YAML: {exc}") from exc
     entries = document.get("catalogs") if isinstance(document, dict) else None
     if not isinstance(entries, list):
         raise ConfigError(f"catalog config {path}: expected a top-level 'catalogs' list, found {type(entries).__name__}")
-    names = [entry.get("name") for entry in entries if isinstance(entry, dict)]
+    names = [str(entry.get("name")) for entry in entries if isinstance(entry, dict)]
     matches = [entry for entry in entries if isinstance(entry, dict) and entry.get("name") == name]
-    if not matches:
-        raise ConfigError(f"catalog config {path}: no catalog named {name!r}; found {names}")
-    raw = _interpolate(matches[0], f"{path}:{name}")
-    if overrides:
-        raw["properties"] = {**(raw.get("properties") or {}), **{k: str(v) for k, v in overrides.items()}}
+    return (_interpolate(matches[0], f"{path}:{name}") if matches else None), path, names
+
+
+def _inferred_type(uri: str | None) -> str | None:
+    """The catalog type a URI implies, as pyiceberg infers it (None: no URI or no telling)."""
+    if uri is None:
+        return None
+    if uri.startswith("http"):
+        return "rest"
+    if uri.startswith(("sqlite", "postgresql")):
+        return "sql"
+    return None
+
+
+def load_catalog_config(name: str, path: Path | None = None, overrides: Mapping[str, str] | None = None) -> CatalogConfig:
+    """The named catalog's configuration, from every source pyiceberg and we read.
+
+    Sources, later ones overriding earlier ones: the ``catalogs.yaml`` entry ``name`` (if any),
+    pyiceberg's configuration of ``name`` (:func:`pyiceberg_catalog_properties`), then the
+    keyword ``overrides``. A catalog needs no entry: properties alone open one (``type``
+    defaults to what ``uri`` implies, as in pyiceberg).
+
+    Raises:
+        ConfigError: no source knows the catalog; the file is malformed; the sources disagree
+            on its ``type`` (or a ``type`` disagrees with what ``uri`` implies); the catalogs file
+            and pyiceberg's configuration set one property to different values; the type is
+            not ``sql`` or ``rest``; a sql catalog lacks ``uri`` or ``warehouse``.
+    """
+    given = {k: str(v) for k, v in (overrides or {}).items()}
+    given_type = given.pop("type", None)
+    entry, path, names = _yaml_entry(name, path)
+    pyiceberg = pyiceberg_catalog_properties(name)
+    pyiceberg_type = pyiceberg.pop("type", None)
+    if entry is None and not pyiceberg and pyiceberg_type is None and not given and given_type is None:
+        raise ConfigError(
+            f"no catalog named {name!r}: expected an entry in {path} (found {names}), pyiceberg configuration "
+            f"(PYICEBERG_CATALOG__{name.upper()}__URI or .pyiceberg.yaml) or properties such as uri= and warehouse="
+        )
+    raw: dict[str, Any] = dict(entry) if entry is not None else {"name": name}
+    properties = {k: str(v) for k, v in (raw.get("properties") or {}).items()}
+    clashes = {k: (properties[k], v) for k, v in pyiceberg.items() if k in properties and properties[k] != v}
+    if clashes:
+        detail = ", ".join(f"{k}: {a!r} in {path}, {b!r} in pyiceberg's configuration" for k, (a, b) in clashes.items())
+        raise ConfigError(f"catalog {name!r}: its sources disagree; expected one value per property, found {detail}")
+    properties.update(pyiceberg)
+    properties.update(given)
+    claims = {
+        source: value
+        for source, value in (
+            (str(path), raw.get("type") if entry is not None else None),
+            ("pyiceberg's configuration", pyiceberg_type),
+            ("the type= argument", given_type),
+            (f"uri {properties.get('uri')!r}", _inferred_type(properties.get("uri"))),
+        )
+        if value is not None
+    }
+    if len(set(claims.values())) > 1:
+        said = ", ".join(f"{value!r} by {source}" for source, value in claims.items())
+        raise ConfigError(f"catalog {name!r}: expected one catalog type, found {said}")
+    raw["type"] = next(iter(claims.values()), "sql")
+    if raw["type"] not in _TYPES:
+        raise ConfigError(f"catalog {name!r}: type expected one of {list(_TYPES)}, found {raw['type']!r}")
+    raw["properties"] = properties
     try:
         config = CatalogConfig.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(f"catalog config {path}: catalog {name!r} is invalid: {exc}") from exc
-    home = Path(os.environ.get("MIXED_ICEBERG_HOME") or path.resolve().parent.parent)
+    home = Path(os.environ.get("MIXED_ICEBERG_HOME") or (path.resolve().parent.parent if entry is not None else Path.cwd()))
     if config.type == "sql" and not {"uri", "warehouse"} <= config.properties.keys():
         raise ConfigError(
             f"catalog {name!r}: a sql catalog needs properties 'uri' and 'warehouse'; found {sorted(config.properties)}"

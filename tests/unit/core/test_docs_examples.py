@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
-PAGES = ["debezium.md", "schema-evolution.md", "semantics.md"]
+PAGES = ["catalogs.md", "debezium.md", "reading.md", "schema-evolution.md", "semantics.md"]
 
 
 @pytest.mark.parametrize("page", PAGES)
