@@ -12,6 +12,9 @@
     ├── InvalidIdentifierError      a table identifier that is not 'namespace.table'
     ├── TableExistsError            create_table on an existing identifier
     ├── NoSuchTableError            load/drop of a missing identifier
+    ├── NoSuchNamespaceError        drop or list of a namespace the catalog does not have
+    ├── NamespaceExistsError        create_namespace of an existing namespace
+    ├── NamespaceNotEmptyError      drop_namespace of a namespace that still holds tables
     ├── NoSuchSnapshotError         time travel (or changes()) to a snapshot id the store does not have
     │   └── SnapshotExpiredError        time travel to a state that snapshot expiry or change TTL removed
     ├── InvalidScanError            a scan asks for columns the table lacks, or for contradicting snapshots
@@ -49,6 +52,9 @@ __all__ = [
     "LogStoreError",
     "MissingKeyError",
     "MixedIcebergError",
+    "NamespaceExistsError",
+    "NamespaceNotEmptyError",
+    "NoSuchNamespaceError",
     "NoSuchSnapshotError",
     "NoSuchTableError",
     "NotKeyedTableError",
@@ -184,3 +190,15 @@ class WriterFailedError(MixedIcebergError):
 
 class LogStoreError(MixedIcebergError):
     """A LogStore operation failed: a missing topic, an undelivered message, a Kafka error."""
+
+
+class NoSuchNamespaceError(MixedIcebergError):
+    """A catalog operation on a namespace the catalog does not have."""
+
+
+class NamespaceExistsError(MixedIcebergError):
+    """``create_namespace`` of a namespace that already exists."""
+
+
+class NamespaceNotEmptyError(MixedIcebergError):
+    """``drop_namespace`` of a namespace that still holds tables: drop them first."""
