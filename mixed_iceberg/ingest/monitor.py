@@ -37,7 +37,14 @@ import yaml
 
 from mixed_iceberg.ingest.config import IngestConfig
 from mixed_iceberg.ingest.failures import failure_cause
-from mixed_iceberg.ingest.progress import CommitRecord, JobState, PartitionState, commit_record, format_report, progress
+from mixed_iceberg.ingest.progress import (
+    CommitRecord,
+    JobState,
+    PartitionState,
+    ReportLines,
+    commit_record,
+    progress,
+)
 from mixed_iceberg.ingest.runtime import load_table
 from mixed_iceberg.ingest.writer import commit_writer_id, committed_offsets, log_position_group
 from mixed_iceberg.logstore.kafka import committed_positions, readable_from, watermarks
@@ -303,6 +310,7 @@ def watch(client: JobClient, probe: TableProbe, rest: FlinkRest | None, options:
     if rest is None:
         log.warning("%s: no REST address for the job's cluster: failures and restarts are not reported here", job)
     reported = probe.state()
+    reports = ReportLines()
     last_failure: Failure | None = None
     restarts = 0
     while True:
@@ -348,7 +356,8 @@ def watch(client: JobClient, probe: TableProbe, rest: FlinkRest | None, options:
         if options.until_caught_up or due:
             state = probe.state(status=status, restarts=restarts)
             if due:
-                for line in format_report(progress(reported, state)):
+                lines = reports.lines(progress(reported, state), since_s=reported.at)
+                for line in lines:
                     progress_log.info("%s", line)
                 reported = state
             if options.until_caught_up and probe.caught_up(state):

@@ -241,9 +241,24 @@ def _offset(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
 
-def format_report(report: ProgressReport) -> list[str]:
-    """One header line, then one line per partition (see the module docstring)."""
+def is_idle(report: ProgressReport) -> bool:
+    """Caught up and quiet over the interval: no lag, no commit, no dead letter, no restart."""
+    return report.lag == 0 and report.commits_per_s == 0 and report.new_dead_letters == 0
+
+
+def format_report(report: ProgressReport, *, idle_since_s: float | None = None) -> list[str]:
+    """One header line, then one line per partition (see the module docstring).
+
+    ``idle_since_s``: the job has been :func:`idle <is_idle>` this long; one line says so (the
+    per-partition lines would repeat the last report's)."""
     fresh = report.freshness_p99_ms
+    if idle_since_s is not None:
+        ages = [p.since_commit_s for p in report.partitions if p.since_commit_s is not None]
+        newest = f", last commit {min(ages):.0f} s ago" if ages else ""
+        return [
+            f"{report.job} {report.status} {report.elapsed_s:.0f} s, restarts {report.restarts}: caught up, idle for "
+            f"{idle_since_s:.0f} s (dead letters {report.dead_letters:,}{newest})"
+        ]
     lines = [
         f"{report.job} {report.status} {report.elapsed_s:.0f} s, restarts {report.restarts}: lag {report.lag:,}, "
         f"{_rate(report.commits_per_s)} commits/s, {_rate(report.rows_per_s)} rows/s, "
@@ -261,3 +276,27 @@ def format_report(report: ProgressReport) -> list[str]:
         line += ", no commit yet" if p.since_commit_s is None else f", last commit {p.since_commit_s:.1f} s ago"
         lines.append(line)
     return lines
+
+
+class ReportLines:
+    """The lines to print for each report: all of them while the job works; once it is caught
+    up and quiet, one line saying so, then one every ``idle_every_s`` (an idle job printed one
+    line per partition every interval, forever)."""
+
+    def __init__(self, idle_every_s: float = 60.0) -> None:
+        self.idle_every_s = idle_every_s
+        self._idle_from: float | None = None
+        self._idle_printed_at: float | None = None
+
+    def lines(self, report: ProgressReport, *, since_s: float) -> list[str]:
+        """``since_s``: when the interval ``report`` covers began (the previous report's time)."""
+        if not is_idle(report):
+            self._idle_from = self._idle_printed_at = None
+            return format_report(report)
+        now = since_s + report.interval_s
+        if self._idle_from is None:
+            self._idle_from = since_s
+        if self._idle_printed_at is not None and now - self._idle_printed_at < self.idle_every_s:
+            return []
+        self._idle_printed_at = now
+        return format_report(report, idle_since_s=now - self._idle_from)

@@ -8,6 +8,7 @@ from mixed_iceberg.ingest.progress import (
     CommitRecord,
     JobState,
     PartitionState,
+    ReportLines,
     commit_record,
     format_report,
     progress,
@@ -138,3 +139,22 @@ def test_without_a_logstore_the_lines_show_the_table_alone() -> None:
     state = JobState("j", 1.0, NOW, (PartitionState(0, 0, 10, 4),), with_log=False)
     later = JobState("j", 2.0, NOW, (PartitionState(0, 0, 10, 4, log_next=None),), with_log=False)
     assert format_report(progress(state, later))[1].startswith("  p0: lag 6 (table 4 end 10)")
+
+
+def test_a_caught_up_quiet_job_prints_one_line_then_one_a_minute() -> None:
+    """An idle job used to print a header and one line per partition every interval, forever."""
+    done = PartitionState(0, 0, 1000, 1000, 1000)
+    behind = PartitionState(0, 0, 1200, 1000, 1000)
+    lines = ReportLines(idle_every_s=60.0)
+
+    def at(start: float, partition: PartitionState) -> list[str]:
+        return lines.lines(progress(_state(start, done), _state(start + 5.0, partition)), since_s=start)
+
+    first = at(10.0, done)
+    assert first == ["orders-ingest RUNNING 15 s, restarts 0: caught up, idle for 5 s (dead letters 0)"]
+    assert [at(t, done) for t in (15.0, 20.0, 65.0)] == [[], [], []]
+    assert at(70.0, done) == ["orders-ingest RUNNING 75 s, restarts 0: caught up, idle for 65 s (dead letters 0)"]
+    busy = at(75.0, behind)
+    assert len(busy) == 2  # work again: every line, and the idle count restarts
+    assert "lag 200" in busy[0]
+    assert at(80.0, done)[0].endswith("caught up, idle for 5 s (dead letters 0)")
