@@ -17,8 +17,13 @@ fail on it). Dead letters carry each message's bytes exactly as given.
 Debezium: ``op`` c/r -> +I(after); u -> -U(before, or after when the source sends no before
 image) then +U(after); d -> -D(before). The ``{"schema":..., "payload":...}`` envelope is
 accepted too. Flink changelog JSON: ``{"op": "+I|-U|+U|-D", "data": {...}}``.
-Debezium temporal columns are read as its default numeric encodings (``Date`` = days,
-``MicroTimestamp`` = microseconds); changelog JSON carries them as ISO strings.
+Debezium columns whose encoding a connector setting changes (temporal, decimal, binary) are
+decoded as the message's Kafka Connect schema says (:mod:`.connect_schema`: milliseconds for
+``io.debezium.time.Timestamp``, microseconds for ``MicroTimestamp``, ...), schema by schema
+over the batch; a message whose schema gives a column an encoding its type cannot take is a
+dead letter naming both. A message without a schema is read as Debezium's defaults for
+PostgreSQL columns of precision 4 to 6 (``Date`` = days, ``MicroTimestamp`` / ``MicroTime`` =
+microseconds): nothing in it says otherwise. Changelog JSON carries them as ISO strings.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from mixed_iceberg.changestore.batch import ACTION_COLUMN
+from mixed_iceberg.ingest.connect_schema import BatchEncodings, batch_encodings
 from mixed_iceberg.ingest.decode import debezium_json_type, from_debezium
 from mixed_iceberg.logstore.format import ACTION_NAMES, join_lines
 
@@ -196,18 +202,34 @@ class CdcParser:
         )
 
     # -- reading, with bisection around messages the JSON reader rejects -------------------------
-    def _convert(self, image: pa.Array) -> pa.StructArray:
+    def _decode(self, values: pa.Array, kind: pa.DataType, encodings: BatchEncodings | None, image: int, i: int) -> pa.Array:
+        """One column of one image, each row decoded as its message's schema says."""
+        if encodings is None:
+            return from_debezium(values, kind)
+        parts = encodings.column(image, i)
+        if len(parts) == 1:
+            return from_debezium(values, kind, parts[0][0])
+        # Several schemas in the batch disagree on this column: decode each one's rows, then
+        # put the rows back in message order.
+        rows = np.concatenate([r for _, r in parts if r is not None])
+        decoded = pa.concat_arrays([from_debezium(values.take(pa.array(r)), kind, e) for e, r in parts if r is not None])
+        order = np.empty(len(rows), np.int64)
+        order[rows] = np.arange(len(rows))
+        return decoded.take(pa.array(order))
+
+    def _convert(self, image: pa.Array, encodings: BatchEncodings | None = None, which: int = 0) -> pa.StructArray:
         if self.format is CdcFormat.DEBEZIUM_JSON:
-            children = [from_debezium(pc.struct_field(image, [i]), f.type) for i, f in enumerate(self.schema)]
+            children = [self._decode(pc.struct_field(image, [i]), f.type, encodings, which, i) for i, f in enumerate(self.schema)]
         else:
             children = [pc.struct_field(image, [i]).cast(f.type) for i, f in enumerate(self.schema)]
         names = [f.name for f in self.schema]
         return pa.StructArray.from_arrays(children, names=names, mask=pc.invert(pc.is_valid(image)))
 
-    def _read(self, values: pa.Array, lines: bytes | None = None) -> pa.Table:
+    def _read(self, values: pa.Array, lines: bytes | None = None, encodings: BatchEncodings | None = None) -> pa.Table:
         """op, before, after (table types) and ts_ms of ``values``; raises ArrowInvalid on bad input.
 
-        ``lines``: ``values`` already joined by :func:`join_lines`, if the caller has them."""
+        ``lines``: ``values`` already joined by :func:`join_lines`, if the caller has them;
+        ``encodings``: what each message's schema says (None: no message has one)."""
         if lines is None:
             lines = join_lines(values).to_pybytes()
         wrapped = self._wrapped_options is not None and _PAYLOAD in lines
@@ -230,10 +252,14 @@ class CdcParser:
 
             before, after = pick("before"), pick("after")
             op, ts = pick("op"), pick("ts_ms")
+            if encodings is not None and has_payload is not None:  # a schema counts only beside a payload
+                encodings = encodings.only(has_payload.to_numpy(zero_copy_only=False))
         else:
             before = after = raw.column("data").combine_chunks()
             op, ts = raw.column("op").combine_chunks(), raw.column("ts_ms").combine_chunks()
-        before_rows, after_rows = self._convert(before), self._convert(after)
+        if not wrapped:
+            encodings = None
+        before_rows, after_rows = self._convert(before, encodings, 0), self._convert(after, encodings, 1)
         return pa.table({"op": op, "before": before_rows, "after": after_rows, "ts_ms": ts})
 
     def _read_bisecting(
@@ -244,17 +270,19 @@ class CdcParser:
         kept: list[int],
         dead: dict[int, str],
         lines: bytes | None = None,
+        encodings: BatchEncodings | None = None,
     ) -> None:
         try:
-            parts.append(self._read(values, lines))
+            parts.append(self._read(values, lines, encodings))
             kept.extend(range(start, start + len(values)))
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
             if len(values) == 1:
                 dead[start] = f"malformed message: {exc}"
                 return
-            half = len(values) // 2
-            self._read_bisecting(values.slice(0, half), start, parts, kept, dead)
-            self._read_bisecting(values.slice(half), start + half, parts, kept, dead)
+            half, n = len(values) // 2, len(values)
+            first, second = (None, None) if encodings is None else (encodings.slice(0, half), encodings.slice(half, n))
+            self._read_bisecting(values.slice(0, half), start, parts, kept, dead, None, first)
+            self._read_bisecting(values.slice(half), start + half, parts, kept, dead, None, second)
 
     # -- semantics ------------------------------------------------------------------------------
     def _actions(
@@ -337,8 +365,19 @@ class CdcParser:
         parts: list[pa.Table] = []
         kept: list[int] = []
         if len(readable):
+            lines = join_lines(values).to_pybytes()
+            encodings = None
+            if self.format is CdcFormat.DEBEZIUM_JSON and _PAYLOAD in lines:
+                encodings = batch_encodings(values, self.schema)
+                refused = encodings.rejected()
+                if refused:  # a schema the table cannot take: dead letters before the read
+                    dead.update({int(readable[i]): reason for i, reason in refused.items()})
+                    keep = np.setdiff1d(np.arange(len(values)), np.fromiter(refused, np.int64))
+                    values, readable, encodings = values.take(pa.array(keep)), readable[keep], encodings.take(keep)
+                    lines = join_lines(values).to_pybytes()
             dead_local: dict[int, str] = {}
-            self._read_bisecting(values, 0, parts, kept, dead_local, join_lines(values).to_pybytes())
+            if len(readable):
+                self._read_bisecting(values, 0, parts, kept, dead_local, lines, encodings)
             dead.update({int(readable[i]): reason for i, reason in dead_local.items()})
         kept_rows = readable[np.asarray(kept, np.int64)] if kept else np.zeros(0, np.int64)
         read = pa.concat_tables(parts) if parts else None

@@ -14,6 +14,12 @@ bytes (``bytea``)                   base64 string            ``binary`` / ``larg
 ``Date`` (date)                     int32 days               ``date32``
 ==================================  =======================  ===================================
 
+That table is what a message without a schema (``schemas.enable=false``) is read as: nothing
+in it says the unit. A message in Kafka Connect's envelope names each column's semantic type,
+and :class:`Encoding` is what :mod:`.connect_schema` makes of it: milliseconds
+(``io.debezium.time.Timestamp`` / ``Time``, Kafka Connect's ``Timestamp`` / ``Time``),
+micro- or nanoseconds, days, ISO strings, decimals as text (``decimal.handling.mode=string``).
+
 The decimal is the unscaled value as big-endian two's complement bytes (Java's
 ``BigInteger.toByteArray``), its scale the column's (``decimal.handling.mode=precise``).
 :func:`debezium_json_type` says what ``pyarrow.json`` reads a column as, :func:`from_debezium`
@@ -31,6 +37,8 @@ the message that holds one); a type no encoding maps to raises
 
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
@@ -39,6 +47,7 @@ import pyarrow.compute as pc
 from mixed_iceberg.exceptions import UnsupportedColumnTypeError
 
 __all__ = [
+    "Encoding",
     "base64_decode",
     "check_debezium_schema",
     "debezium_json_type",
@@ -57,6 +66,28 @@ _SUPPORTED = (
     "boolean, integers, floats, string, decimal128, binary, fixed, date, time, timestamp, "
     "timestamptz, and lists/structs/maps of booleans, numbers and strings"
 )
+
+
+class Encoding(enum.Enum):
+    """How a column's values are written in a message, as its Kafka Connect schema says.
+
+    ``None`` in place of an encoding means the message has no schema: the defaults of the
+    module docstring's table (micro- for timestamps and times, days, base64, ISO strings)."""
+
+    DAYS = "days"  # io.debezium.time.Date, org.apache.kafka.connect.data.Date: int32
+    MILLIS = "millis"  # io.debezium.time.Timestamp / Time, Connect's Timestamp / Time
+    MICROS = "micros"  # io.debezium.time.MicroTimestamp / MicroTime
+    NANOS = "nanos"  # io.debezium.time.NanoTimestamp / NanoTime
+    ISO = "iso"  # io.debezium.time.ZonedTimestamp: ISO-8601 with an offset
+    DECIMAL_BYTES = "decimal-bytes"  # Connect's Decimal: base64 of the unscaled value
+    DECIMAL_TEXT = "decimal-text"  # decimal.handling.mode=string: "-12345.67"
+    BASE64 = "base64"  # Connect's bytes: base64 (binary.handling.mode=bytes)
+
+
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+_UNIT_PER_SECOND = {Encoding.MILLIS: 1_000, Encoding.MICROS: 1_000_000, Encoding.NANOS: 1_000_000_000}
+#: The fractional digits of a second each timestamp unit holds (ISO strings with more are cut).
+_DIGITS = {"s": 0, "ms": 3, "us": 6, "ns": 9}
 
 
 # -- buffers --------------------------------------------------------------------------------------
@@ -205,12 +236,48 @@ def debezium_json_type(kind: pa.DataType) -> pa.DataType:
     raise UnsupportedColumnTypeError(f"debezium-json: expected a column type of {_SUPPORTED}, found {kind}")
 
 
-def from_debezium(values: pa.Array, kind: pa.DataType) -> pa.Array:
+def _rescaled(values: pa.Array, per_second: int, kind: pa.DataType) -> pa.Array:
+    """Integer counts of ``1 / per_second`` seconds -> ``kind`` (a timestamp or time), floored
+    to its unit: a nanosecond count lands on the microsecond at or before it, as Java's
+    ``Instant.truncatedTo`` would (Arrow's cast would refuse the lost digits)."""
+    counts = values.cast(pa.int64())
+    target = _PER_SECOND[kind.unit]
+    if target > per_second:
+        counts = pc.multiply_checked(counts, target // per_second)  # raises on overflow
+    elif target < per_second:
+        floored = np.floor_divide(pc.fill_null(counts, 0).to_numpy(zero_copy_only=False), per_second // target)
+        counts = pa.array(floored, pa.int64(), mask=pc.is_null(counts).to_numpy(zero_copy_only=False))
+    storage = pa.int32() if pa.types.is_time32(kind) else pa.int64()
+    return counts.cast(storage).cast(kind)
+
+
+def _zoned(values: pa.Array, kind: pa.DataType) -> pa.Array:
+    """ISO-8601 strings with an offset -> ``kind``, whatever their fractional digits (0 to 9)."""
+    try:
+        return values.cast(kind)
+    except pa.ArrowInvalid:
+        # Arrow parses at most the unit's digits (a timestamptz(7..9) of other sources has
+        # more): cut the rest, which floors the instant as _rescaled does.
+        digits = _DIGITS[kind.unit]
+        cut = pc.replace_substring_regex(values, rf"(\.\d{{{digits}}})\d+" if digits else r"\.\d+", r"\1" if digits else "")
+        return cut.cast(kind)
+
+
+def from_debezium(values: pa.Array, kind: pa.DataType, encoding: Encoding | None = None) -> pa.Array:
     """``values`` as read for :func:`debezium_json_type` ``(kind)`` -> ``kind``.
+
+    ``encoding``: what the message's schema says the values are (:mod:`.connect_schema` has
+    checked that ``kind`` takes it); ``None``: the defaults of the module docstring.
 
     Raises:
         pyarrow.ArrowInvalid: a value that is not a valid encoding of ``kind``.
     """
+    if encoding is Encoding.DECIMAL_TEXT:
+        return values.cast(kind)  # checks precision and scale
+    if encoding in _UNIT_PER_SECOND:
+        return _rescaled(values, _UNIT_PER_SECOND[encoding], kind)
+    if encoding is Encoding.ISO or (pa.types.is_timestamp(kind) and kind.tz is not None):
+        return _zoned(values, kind)
     if pa.types.is_decimal128(kind):
         return decimal_from_bytes(base64_decode(values), kind)
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind):
