@@ -18,7 +18,7 @@ from mixed_iceberg.optimizing.model import (
     PartitionFiles,
     TableEvaluation,
 )
-from mixed_iceberg.optimizing.tiers import combine_threshold, fragments_to_merge
+from mixed_iceberg.optimizing.tiers import combine_threshold, fragments_to_merge, undersized_to_merge
 
 __all__ = ["evaluate_partition", "evaluate_table", "needs_rewrite"]
 
@@ -26,19 +26,6 @@ __all__ = ["evaluate_partition", "evaluate_table", "needs_rewrite"]
 def needs_rewrite(file: BaseFile, config: OptimizingConfig) -> bool:
     """A segment whose position-deleted share exceeds the duplicate ratio (Amoro's ``fileShouldRewrite``)."""
     return file.pos_delete_records > file.records * config.major_duplicate_ratio
-
-
-def _enough_content(undersized: Sequence[BaseFile], config: OptimizingConfig) -> bool:
-    """Amoro's rule, judged per tree node: files of different nodes never merge into one file,
-    so a partition-wide sum would call for a major that rewrites each file 1:1, forever."""
-    by_node: dict[int, list[int]] = {}
-    for f in undersized:
-        by_node.setdefault(f.node.id, []).append(f.size)
-    for sizes in by_node.values():
-        sizes.sort()
-        if len(sizes) >= 2 and sum(sizes) >= config.target_size and sizes[0] + sizes[1] <= config.target_size:
-            return True
-    return False
 
 
 def evaluate_partition(
@@ -79,7 +66,7 @@ def evaluate_partition(
         kind, reason = OptimizingType.FULL, "full.trigger.interval reached"
     elif rewrite_segments:
         kind, reason = OptimizingType.MAJOR, f"{len(rewrite_segments)} segment(s) over major.trigger.duplicate-ratio"
-    elif _enough_content(undersized, config):
+    elif undersized_to_merge(undersized, config):
         kind, reason = OptimizingType.MAJOR, f"{len(undersized)} undersized segments hold a target file of content"
     elif keyed:
         threshold = max(config.base_buckets + 1, config.minor_file_count)

@@ -25,7 +25,7 @@ from mixed_iceberg.optimizing.model import (
     RewriteTask,
     TableEvaluation,
 )
-from mixed_iceberg.optimizing.tiers import combine_threshold, fragments_to_merge
+from mixed_iceberg.optimizing.tiers import by_node, combine_threshold, fragments_to_merge, undersized_to_merge
 
 __all__ = ["change_prefix", "plan_tasks"]
 
@@ -66,22 +66,14 @@ def _rewrite_set(part: PartitionFiles, kind: OptimizingType, config: OptimizingC
         return fragments
     undersized = [f for f in part.base if classes[f.path] is FileClass.UNDERSIZED]
     heavy = [f for f in part.base if classes[f.path] is not FileClass.FRAGMENT and needs_rewrite(f, config)]
-    by_node: dict[int, list[BaseFile]] = {}
-    for f in undersized:
-        by_node.setdefault(f.node.id, []).append(f)
-    merge = [
-        f for group in by_node.values() if len(group) >= 2 and sum(g.size for g in group) >= config.target_size for f in group
-    ]
+    merge = undersized_to_merge(undersized, config)
     chosen = {f.path: f for f in [*fragments, *heavy, *merge]}
     return list(chosen.values())
 
 
 def _worth_rewriting(files: list[BaseFile]) -> list[BaseFile]:
     """Without change data to merge, a node's lone clean file would only be copied: skip it."""
-    by_node: dict[int, list[BaseFile]] = {}
-    for file in files:
-        by_node.setdefault(file.node.id, []).append(file)
-    return [f for group in by_node.values() for f in group if len(group) > 1 or f.pos_delete_files or f.eq_delete_files]
+    return [f for group in by_node(files).values() for f in group if len(group) > 1 or f.pos_delete_files or f.eq_delete_files]
 
 
 def plan_partition(

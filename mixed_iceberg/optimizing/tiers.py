@@ -1,4 +1,4 @@
-"""Which fragments and position-delete files are worth rewriting now. Pure.
+"""Which fragments, undersized segments and position-delete files are worth rewriting now. Pure.
 
 Amoro's minor rewrites every fragment of a partition on every run, so a fragment that grows
 by one commit's rows per run is rewritten whole each time: write amplification grows with
@@ -9,6 +9,10 @@ limit, and a tier is merged only once it holds ``width`` files: a row is then re
 once per tier, log_width(fragment size / commit size) times. Position-delete files of a
 segment are likewise appended and combined only once a segment has ``width`` of them.
 A width of 1 is Amoro's behaviour.
+
+Undersized segments (between the fragment limit and the target size) of one tree node are merged
+when together they hold a target file of content and the two smallest fit in one target file
+(Amoro's ``enoughContent``); the evaluator and the planner both ask :func:`undersized_to_merge`.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from collections.abc import Sequence
 
 from mixed_iceberg.optimizing.model import BaseFile, OptimizingConfig
 
-__all__ = ["combine_threshold", "fragments_to_merge", "size_tier"]
+__all__ = ["by_node", "combine_threshold", "fragments_to_merge", "size_tier", "undersized_to_merge"]
 
 _MAX_TIER = 64
 
@@ -30,6 +34,28 @@ def size_tier(size: int, fragment_size: int, width: int) -> int:
         bound //= width
         tier += 1
     return tier
+
+
+def by_node(files: Sequence[BaseFile]) -> dict[int, list[BaseFile]]:
+    """``files`` grouped by tree node (files of different nodes never merge), order kept."""
+    groups: dict[int, list[BaseFile]] = {}
+    for f in files:
+        groups.setdefault(f.node.id, []).append(f)
+    return groups
+
+
+def undersized_to_merge(undersized: Sequence[BaseFile], config: OptimizingConfig) -> list[BaseFile]:
+    """The undersized segments a major run should merge: per tree node, all of them when there
+    are at least two, they hold a target file of content and the two smallest fit in one
+    (two 60 MB + 70 MB files at 128 MB would only be rewritten into one 130 MB file, again and
+    again). Judged per node: a partition-wide sum would call for a major that rewrites each
+    file 1:1, forever."""
+    chosen: list[BaseFile] = []
+    for group in by_node(undersized).values():
+        sizes = sorted(f.size for f in group)
+        if len(sizes) >= 2 and sum(sizes) >= config.target_size and sizes[0] + sizes[1] <= config.target_size:
+            chosen.extend(group)
+    return chosen
 
 
 def fragments_to_merge(fragments: Sequence[BaseFile], config: OptimizingConfig) -> list[BaseFile]:

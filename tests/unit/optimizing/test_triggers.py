@@ -147,6 +147,24 @@ def test_enough_content_is_judged_per_tree_node() -> None:
     assert kind(part(same), cfg) is OptimizingType.MAJOR
 
 
+def test_evaluator_and_planner_agree_on_which_undersized_segments_merge() -> None:
+    """Two undersized 60 MB + 70 MB files (target 128 MB) would only become one 130 MB file: the
+    evaluator calls for nothing, and a major that another segment triggers leaves them too (the
+    planner used to merge them on any major)."""
+    cfg = config(**{"self-optimizing.target-size": str(128 * MB)})
+    pair = (base("a", 60 * MB), base("b", 70 * MB))
+    assert kind(part(pair), cfg) is None
+    heavy = base("s", 200 * MB, records=1000, deleted=500, pos_files=1)
+    task = plan_partition(part((*pair, heavy)), OptimizingType.MAJOR, cfg, keyed=True)
+    assert task is not None
+    assert [f.path for f in task.rewrite] == ["s"]
+    mergeable = (base("a", 60 * MB), base("b", 68 * MB))  # the two fit in one target file
+    assert kind(part(mergeable), cfg) is OptimizingType.MAJOR
+    task = plan_partition(part(mergeable), OptimizingType.MAJOR, cfg, keyed=True)
+    assert task is not None
+    assert sorted(f.path for f in task.rewrite) == ["a", "b"]
+
+
 # --- size tiers: fragments and position-delete files are rewritten in batches, not every run ---
 
 
