@@ -26,6 +26,7 @@ from tests.support.debezium import (
     SourceTable,
     connector_config,
     debezium_messages,
+    semantic_types,
     source_rows,
     table_rows,
     wait_for_snapshot,
@@ -72,6 +73,10 @@ def random_values(rng: random.Random) -> dict[str, object]:
         "amount": maybe(decimal.Decimal(unscaled).scaleb(-2)),
         "day": maybe(dt.date(1900, 1, 1) + dt.timedelta(days=rng.randrange(73_000))),
         "at": maybe(dt.datetime(1900, 1, 1) + dt.timedelta(microseconds=rng.randrange(6_300_000_000_000_000))),
+        # Whole milliseconds: PostgreSQL would round finer values to its precision 3 (and a
+        # time to 24:00:00, which Python's time cannot hold).
+        "at_ms": maybe(dt.datetime(1900, 1, 1) + dt.timedelta(milliseconds=rng.randrange(6_300_000_000_000))),
+        "t_ms": maybe((dt.datetime(2000, 1, 1) + dt.timedelta(milliseconds=rng.randrange(86_400_000))).time()),
         "atz": maybe(
             dt.datetime(1950, 1, 1, tzinfo=dt.UTC).astimezone(rng.choice(_OFFSETS))
             + dt.timedelta(microseconds=rng.randrange(3_000_000_000_000_000))
@@ -210,6 +215,13 @@ def test_debezium_postgres_changes_land_in_the_table_value_by_value(
         ops = Counter(str(p["op"]) for p in payloads)
         assert ops["r"] == 150, ops
         assert min(ops["c"], ops["u"], ops["d"]) > 0, ops
+        # The columns the schema's unit decides: milliseconds for precision 3 (adaptive mode).
+        names = semantic_types(kafka_bootstrap, topic)
+        assert (names["at"], names["at_ms"], names["t_ms"]) == (
+            "io.debezium.time.MicroTimestamp",
+            "io.debezium.time.Timestamp",
+            "io.debezium.time.Time",
+        ), names
         caught_up_at = time.monotonic()
 
         setup = IngestSetup(tmp_path, kafka_bootstrap, "it-debezium")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["column", "envelope", "value_schema"]
+__all__ = ["column", "envelope", "envelope_schema", "value_schema"]
 
 _SOURCE = {
     "type": "struct",
@@ -60,19 +60,10 @@ def value_schema(columns: list[dict[str, Any]], table: str = "t") -> dict[str, A
     return {"type": "struct", "fields": columns, "optional": True, "name": f"pg.public.{table}.Value"}
 
 
-def envelope(
-    columns: list[dict[str, Any]],
-    *,
-    op: str = "c",
-    before: dict[str, Any] | None = None,
-    after: dict[str, Any] | None = None,
-    ts_ms: int = 1_700_000_000_000,
-    table: str = "t",
-    schema_first: bool = True,
-) -> bytes:
-    """A Debezium change event with its schema; ``columns`` from :func:`column`."""
+def envelope_schema(columns: list[dict[str, Any]], table: str = "t") -> dict[str, Any]:
+    """The schema of a change event whose before and after images have ``columns``."""
     value = value_schema(columns, table)
-    schema = {
+    return {
         "type": "struct",
         "fields": [
             {**value, "field": "before"},
@@ -87,6 +78,20 @@ def envelope(
         "name": f"pg.public.{table}.Envelope",
         "version": 2,
     }
+
+
+def envelope(
+    columns: list[dict[str, Any]],
+    *,
+    op: str = "c",
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+    ts_ms: int = 1_700_000_000_000,
+    table: str = "t",
+    schema_first: bool = True,
+) -> bytes:
+    """A Debezium change event with its schema; ``columns`` from :func:`column`."""
+    schema = envelope_schema(columns, table)
     source = {"version": "3.6.1.Final", "connector": "postgresql", "name": "pg", "ts_ms": ts_ms - 5, "snapshot": "false",
               "db": "mixed_iceberg", "schema": "public", "table": table, "txId": 780, "lsn": 24023128}  # fmt: skip
     payload = {"before": before, "after": after, "source": source, "op": op, "ts_ms": ts_ms}

@@ -28,6 +28,7 @@ __all__ = [
     "SourceTable",
     "connector_config",
     "debezium_messages",
+    "semantic_types",
     "source_rows",
     "table_rows",
     "wait_for_snapshot",
@@ -39,7 +40,9 @@ COLUMNS: dict[str, str] = {
     "amount": "numeric(12, 2)",
     "day": "date",
     "at": "timestamp",
+    "at_ms": "timestamp(3)",  # io.debezium.time.Timestamp: milliseconds (time.precision.mode=adaptive)
     "atz": "timestamptz",
+    "t_ms": "time(3)",  # io.debezium.time.Time: int32 milliseconds
     "uid": "uuid",
     "note": "text",
     "flag": "boolean",
@@ -170,7 +173,7 @@ class SourceTable:
 
 def source_rows(connection: psycopg2.extensions.connection, table: str) -> list[tuple[object, ...]]:
     """PostgreSQL's rows ordered by id, in the ingest job's mapping: numeric -> Decimal, date,
-    timestamp -> naive datetime, timestamptz -> aware datetime, uuid/text/jsonb -> str (jsonb
+    timestamp (any precision) -> naive datetime, timestamptz -> aware datetime, time -> time, uuid/text/jsonb -> str (jsonb
     as PostgreSQL prints it, which is what Debezium sends), boolean, bytea -> bytes."""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {_SELECT} FROM public.{table} ORDER BY id")
@@ -184,8 +187,8 @@ def table_rows(table: MixedTable) -> list[tuple[object, ...]]:
     return [tuple(row[c] for c in COLUMNS) for row in merged.to_pylist()]
 
 
-def debezium_messages(bootstrap: str, topic: str, timeout: float = 5.0) -> Iterator[tuple[int, int, dict[str, Any] | None]]:
-    """(partition, offset, payload or None for a tombstone) of every message now in ``topic``."""
+def _records(bootstrap: str, topic: str, timeout: float) -> Iterator[tuple[int, int, Any]]:
+    """(partition, offset, decoded JSON value or None for a tombstone) of every message now in ``topic``."""
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": f"debezium-read-{time.monotonic_ns()}", "enable.auto.commit": False}
     )
@@ -212,15 +215,28 @@ def debezium_messages(bootstrap: str, topic: str, timeout: float = 5.0) -> Itera
             if partition is None or offset is None:
                 continue
             value = message.value()
-            payload = None
-            if value is not None:
-                decoded = json.loads(value)
-                payload = decoded.get("payload", decoded) if isinstance(decoded, dict) else None
-            yield partition, offset, payload
+            yield partition, offset, None if value is None else json.loads(value)
             if offset + 1 >= ends.get(partition, 0):
                 ends.pop(partition, None)
     finally:
         consumer.close()
+
+
+def debezium_messages(bootstrap: str, topic: str, timeout: float = 5.0) -> Iterator[tuple[int, int, dict[str, Any] | None]]:
+    """(partition, offset, payload or None for a tombstone) of every message now in ``topic``."""
+    for partition, offset, decoded in _records(bootstrap, topic, timeout):
+        payload = decoded.get("payload", decoded) if isinstance(decoded, dict) else None
+        yield partition, offset, payload
+
+
+def semantic_types(bootstrap: str, topic: str, timeout: float = 5.0) -> dict[str, str | None]:
+    """Column -> the semantic type name (None: a plain type) of the after image in the first
+    message of ``topic`` that carries a schema: what the connector says each column is."""
+    for _, _, decoded in _records(bootstrap, topic, timeout):
+        if isinstance(decoded, dict) and isinstance(decoded.get("schema"), dict):
+            after = next(f for f in decoded["schema"]["fields"] if f["field"] == "after")
+            return {f["field"]: f.get("name") for f in after["fields"]}
+    raise AssertionError(f"{topic}: no message with a schema")
 
 
 def wait_for_snapshot(bootstrap: str, topic: str, rows: int, timeout: float) -> None:

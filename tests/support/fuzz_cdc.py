@@ -6,7 +6,9 @@ rest splits at ``SEP`` into messages. A message that starts with ``0xC0`` is a r
 instead: ``C0 k`` is valid message ``k`` of the pool (Debezium or changelog JSON over a table
 with string, int, double, date and timestamp columns), ``C0 k p rest`` that message with
 ``rest`` inserted at byte ``p``, and ``C0`` alone a tombstone (null value). 0xC0 and 0xC1 never
-occur in UTF-8, so framing takes nothing from the inputs worth testing.
+occur in UTF-8, so framing takes nothing from the inputs worth testing. One Debezium message of
+the pool is in Kafka Connect's envelope with a whole schema (``at`` in milliseconds), so
+mutations reach the reading of schemas too.
 
 :func:`check_batch` asserts: no exception; every input is accounted for exactly once (a change
 row's source offset, a dead letter or a tombstone); a dead letter holds the exact input bytes
@@ -25,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mixed_iceberg.ingest.cdc import CdcFormat, CdcParser, ParsedChanges
+from tests.support.connect_envelopes import column, envelope_schema
 
 __all__ = ["POISON", "POOL", "SCHEMA", "SEP", "Batch", "check_batch", "check_pool", "decode_batch", "encode_batch"]
 
@@ -54,6 +57,18 @@ SCHEMA = pa.schema(
 )
 
 
+_ENVELOPE_SCHEMA = envelope_schema(
+    [
+        column("id", "int64"),
+        column("name", "string"),
+        column("qty", "int32"),
+        column("price", "double"),
+        column("day", "int32", "io.debezium.time.Date"),
+        column("at", "int64", "io.debezium.time.Timestamp"),
+    ]
+)
+
+
 def _pool(fmt: CdcFormat) -> list[bytes]:
     rows = [
         {"id": 1, "name": "plain", "qty": 3, "price": 1.5, "day": 19000, "at": 1_700_000_000_000_000},
@@ -72,8 +87,8 @@ def _pool(fmt: CdcFormat) -> list[bytes]:
                 "ts_ms": 1_700_000_000_000 + i,
                 "source": {"table": "t", "lsn": i},
             }
-            if i == 2:
-                message = {"schema": {"type": "struct"}, "payload": message}
+            if i == 2:  # in Kafka Connect's envelope: its schema says `at` is in milliseconds
+                message = {"schema": _ENVELOPE_SCHEMA, "payload": message}
         else:
             day = None if row["day"] is None else str(np.datetime64(int(str(row["day"])), "D"))
             at = None if row["at"] is None else str(np.datetime64(int(str(row["at"])), "us"))
