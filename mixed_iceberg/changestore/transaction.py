@@ -18,8 +18,9 @@ import pyarrow as pa
 
 from mixed_iceberg.changestore.batch import ChangeRows, normalize_changes
 from mixed_iceberg.changestore.offsets import assign_offsets, last_row, pair_updates, route_rows
-from mixed_iceberg.changestore.writer import WriterIdentity, write_change_files
+from mixed_iceberg.changestore.writer import write_change_files
 from mixed_iceberg.exceptions import TransactionClosedError
+from mixed_iceberg.format import WriterIdentity
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
 from mixed_iceberg.store.commit import CommitOutcome, commit_files
 from mixed_iceberg.typedef import CommitId

@@ -7,10 +7,7 @@ their key's Java hash, and written in parallel.
 
 from __future__ import annotations
 
-import itertools
-import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -20,39 +17,13 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
-from mixed_iceberg.format import DataTreeNode, format_file_name, tree_node_ids
+from mixed_iceberg.format import DataTreeNode, WriterIdentity, tree_node_ids
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, change_file_schema
 from mixed_iceberg.store.layout import RowGroup, split_rows
 from mixed_iceberg.store.writing import write_groups
 from mixed_iceberg.typedef import DataFileType
 
-__all__ = ["WriterIdentity", "write_change_files"]
-
-
-def _operation_id() -> str:
-    return str(random.getrandbits(63))
-
-
-@dataclass(slots=True)
-class WriterIdentity:
-    """Who writes: engine subtask (``partitionId``), attempt (``taskId``) and a random operation id."""
-
-    partition_id: int = 0
-    task_id: int = 0
-    operation_id: str = field(default_factory=_operation_id)
-    counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-
-    def file_name(self, node: DataTreeNode, file_type: DataFileType, transaction_id: int) -> str:
-        """The next file name of this writer (Amoro's ``FileNameRules``)."""
-        return format_file_name(
-            node=node,
-            file_type=file_type,
-            transaction_id=transaction_id,
-            partition_id=self.partition_id,
-            task_id=self.task_id,
-            operation_id=self.operation_id,
-            count=next(self.counter),
-        )
+__all__ = ["write_change_files"]
 
 
 def write_change_files(

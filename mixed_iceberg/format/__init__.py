@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from mixed_iceberg.format.filenames import (
-    FileNameGenerator,
     FileNameMeta,
+    WriterIdentity,
     file_name,
     format_file_name,
     is_optimizing_pos_delete_file,
@@ -18,8 +18,8 @@ from mixed_iceberg.format.tree import DataTreeNode, check_mask
 
 __all__ = [
     "DataTreeNode",
-    "FileNameGenerator",
     "FileNameMeta",
+    "WriterIdentity",
     "bucket_index",
     "check_mask",
     "file_name",

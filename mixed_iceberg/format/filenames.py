@@ -22,8 +22,8 @@ from mixed_iceberg.format.tree import DataTreeNode
 from mixed_iceberg.typedef import DataFileType, TableStore
 
 __all__ = [
-    "FileNameGenerator",
     "FileNameMeta",
+    "WriterIdentity",
     "file_name",
     "format_file_name",
     "is_optimizing_pos_delete_file",
@@ -110,19 +110,19 @@ def format_file_name(
 
 
 @dataclass(slots=True, kw_only=True)
-class FileNameGenerator:
-    """Names the files of one writer: a fixed operation id and a per-writer counter.
+class WriterIdentity:
+    """Who writes: engine subtask (``partition_id``), attempt (``task_id``) and a random operation
+    id; names that writer's files with its own counter.
 
     Like Amoro's ``FileNameRules``, the operation id is a random non-negative long, so two
     writers with the same partition and task id never produce the same name.
 
     Example:
-        >>> names = FileNameGenerator(transaction_id=7, operation_id="9")
-        >>> names.file_name(DataTreeNode.root(), DataFileType.BASE_FILE)
+        >>> writer = WriterIdentity(operation_id="9")
+        >>> writer.file_name(DataTreeNode.root(), DataFileType.BASE_FILE, 7)
         '1-B-7-00000-0-9-00001.parquet'
     """
 
-    transaction_id: int = 0  # Flink writers leave 0: readers then use the sequence number
     partition_id: int = 0
     task_id: int = 0
     extension: str = "parquet"
@@ -131,14 +131,15 @@ class FileNameGenerator:
 
     def __post_init__(self) -> None:
         # Fail at construction, not at the first file a writer rolls.
-        _check_parts(transaction_id=self.transaction_id, partition_id=self.partition_id, task_id=self.task_id)
+        _check_parts(partition_id=self.partition_id, task_id=self.task_id)
 
-    def file_name(self, node: DataTreeNode, file_type: DataFileType) -> str:
-        """The next file name for a node and file type."""
+    def file_name(self, node: DataTreeNode, file_type: DataFileType, transaction_id: int = 0) -> str:
+        """The next file name for a node and file type (``transaction_id`` 0: as Flink writers,
+        readers then use the file's sequence number)."""
         return format_file_name(
             node=node,
             file_type=file_type,
-            transaction_id=self.transaction_id,
+            transaction_id=transaction_id,
             partition_id=self.partition_id,
             task_id=self.task_id,
             operation_id=self.operation_id,

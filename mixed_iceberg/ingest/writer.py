@@ -32,9 +32,9 @@ import pyarrow.compute as pc
 from pyiceberg.schema import Schema
 
 from mixed_iceberg.changestore.batch import ACTION_CODES, ACTION_COLUMN
-from mixed_iceberg.changestore.writer import WriterIdentity
 from mixed_iceberg.exceptions import CommitConflictError
 from mixed_iceberg.faults import crash_point
+from mixed_iceberg.format import WriterIdentity
 from mixed_iceberg.format.javahash import key_hash
 from mixed_iceberg.ingest.cdc import CdcParser, DeadLetters, ParsedChanges
 from mixed_iceberg.ingest.dead_letter import dead_letter_headers

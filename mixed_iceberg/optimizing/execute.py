@@ -27,9 +27,8 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
 from pyiceberg.typedef import Record
 
-from mixed_iceberg.changestore.writer import WriterIdentity
 from mixed_iceberg.exceptions import CorruptTableError
-from mixed_iceberg.format import parse_change
+from mixed_iceberg.format import WriterIdentity, parse_change
 from mixed_iceberg.optimizing.collect import CollectedTable
 from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, OptimizingType, RewriteTask
 from mixed_iceberg.reader.data_files import deleted_positions

@@ -6,8 +6,8 @@ import pytest
 
 from mixed_iceberg.format import (
     DataTreeNode,
-    FileNameGenerator,
     FileNameMeta,
+    WriterIdentity,
     file_name,
     format_file_name,
     is_optimizing_pos_delete_file,
@@ -43,7 +43,7 @@ def test_names_have_amoros_layout() -> None:
 
 
 def test_the_extension_follows_the_file_format() -> None:
-    names = {fmt: FileNameGenerator(operation_id="7", extension=fmt).file_name(ROOT, BASE) for fmt in ("parquet", "orc", "avro")}
+    names = {fmt: WriterIdentity(operation_id="7", extension=fmt).file_name(ROOT, BASE) for fmt in ("parquet", "orc", "avro")}
     assert names == {fmt: f"1-B-0-00000-0-7-00001.{fmt}" for fmt in ("parquet", "orc", "avro")}
 
 
@@ -75,20 +75,20 @@ def test_operation_ids_must_stay_inside_the_file_name(operation_id: str) -> None
 
 
 def test_generator_counts_files_and_keeps_one_operation_id() -> None:
-    names = FileNameGenerator(transaction_id=7, partition_id=2, task_id=5, operation_id="42")
-    assert names.file_name(DataTreeNode(1, 1), INSERT) == "3-I-7-00002-5-42-00001.parquet"
-    assert names.file_name(DataTreeNode(1, 1), EQ_DELETE) == "3-ED-7-00002-5-42-00002.parquet"
+    writer = WriterIdentity(partition_id=2, task_id=5, operation_id="42")
+    assert writer.file_name(DataTreeNode(1, 1), INSERT, 7) == "3-I-7-00002-5-42-00001.parquet"
+    assert writer.file_name(DataTreeNode(1, 1), EQ_DELETE, 8) == "3-ED-8-00002-5-42-00002.parquet"
 
 
 def test_generators_draw_random_non_negative_long_operation_ids() -> None:
-    ids = {FileNameGenerator().operation_id for _ in range(20)}
+    ids = {WriterIdentity().operation_id for _ in range(20)}
     assert len(ids) == 20
     assert all(0 <= int(i) < 2**63 for i in ids)
 
 
 def test_generator_refuses_negative_ids_up_front() -> None:
     with pytest.raises(ValueError, match="task_id must be >= 0"):
-        FileNameGenerator(task_id=-1)
+        WriterIdentity(task_id=-1)
 
 
 @pytest.mark.parametrize(
@@ -101,7 +101,7 @@ def test_generator_refuses_negative_ids_up_front() -> None:
     ],
 )
 def test_generated_names_parse_back(node: DataTreeNode, file_type: DataFileType, transaction_id: int) -> None:
-    name = FileNameGenerator(transaction_id=transaction_id).file_name(node, file_type)
+    name = WriterIdentity().file_name(node, file_type, transaction_id)
     assert parse_change(f"s3://wh/db/t/change/data/dt=2024-01-01/{name}", None) == FileNameMeta(transaction_id, file_type, node)
 
 
