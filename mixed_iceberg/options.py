@@ -178,6 +178,10 @@ def _declare(option: Option[T]) -> Option[T]:
     return option
 
 
+# -- Iceberg's common table properties ----------------------------------------------------------
+COMMENT = _declare(Option("comment", _str, "", "A description of the table (Iceberg's common property; Spark's COMMENT)."))
+OWNER = _declare(Option("owner", _str, "", "Who owns the table (Iceberg's common property)."))
+
 # -- layout and writing ------------------------------------------------------------------------
 BASE_HASH_BUCKET = _declare(
     Option("base.file-index.hash-bucket", _int, 4, "Tree-node buckets of BaseStore files.", _power_of_two, "a power of two")

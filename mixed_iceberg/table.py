@@ -20,8 +20,8 @@ from pyiceberg.table import Table
 
 from mixed_iceberg.basestore.bulk_load import bulk_load
 from mixed_iceberg.changestore.transaction import ChangeTransaction
-from mixed_iceberg.changestore.writer import WriterIdentity
 from mixed_iceberg.exceptions import NotKeyedTableError
+from mixed_iceberg.format import WriterIdentity
 from mixed_iceberg.options import TableOptions
 from mixed_iceberg.reader.changes import ChangeScan
 from mixed_iceberg.reader.history import table_history, table_snapshots
@@ -243,7 +243,28 @@ class MixedTable:
 
         return TableMaintenance(self)
 
-    def changes(self, from_snapshot: int | None = None, to_snapshot: int | None = None) -> ChangeScan:
-        """Change rows committed after ``from_snapshot`` up to ``to_snapshot`` (ChangeStore ids)."""
+    def changes(
+        self,
+        from_snapshot: int | None = None,
+        to_snapshot: int | None = None,
+        *,
+        row_filter: str | BooleanExpression | None = None,
+        selected_fields: Sequence[str] = ("*",),
+        case_sensitive: bool = True,
+    ) -> ChangeScan:
+        """Change rows committed after ``from_snapshot`` up to ``to_snapshot`` (ChangeStore ids),
+        those whose image matches ``row_filter``, with ``selected_fields`` and the CDC columns.
+
+        Raises:
+            InvalidFilterError: the filter does not parse or names a column the table lacks.
+            InvalidScanError: unknown ``selected_fields``.
+        """
         self.refresh()
-        return ChangeScan(self, from_snapshot, to_snapshot)
+        return ChangeScan(
+            self,
+            from_snapshot,
+            to_snapshot,
+            row_filter=row_filter,
+            selected_fields=selected_fields,
+            case_sensitive=case_sensitive,
+        )

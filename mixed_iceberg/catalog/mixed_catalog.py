@@ -35,6 +35,9 @@ from mixed_iceberg.exceptions import (
     ConfigError,
     CorruptTableError,
     InvalidIdentifierError,
+    NamespaceExistsError,
+    NamespaceNotEmptyError,
+    NoSuchNamespaceError,
     NoSuchTableError,
     TableExistsError,
 )
@@ -162,7 +165,82 @@ class MixedCatalog:
         return table
 
     def table_exists(self, identifier: str) -> bool:
+        """Whether a table (keyed, unkeyed or plain Iceberg) by that name exists."""
         return bool(self.iceberg.table_exists(identifier))
+
+    def rename_table(self, from_identifier: str, to_identifier: str) -> MixedTable:
+        """Rename a table; a keyed table's ChangeStore follows its name (``db.t_change_``), and
+        the BaseStore's link to it is updated. Files stay where they are.
+
+        Raises:
+            NoSuchTableError: nothing by ``from_identifier``.
+            TableExistsError: ``to_identifier`` (or its ChangeStore name) is taken.
+        """
+        table = self.load_table(from_identifier)
+        namespace, _ = _split(to_identifier)
+        if self.iceberg.table_exists(to_identifier):
+            raise TableExistsError(f"cannot rename {from_identifier}: table {to_identifier} already exists")
+        self.iceberg.create_namespace_if_not_exists(namespace)
+        if table.change_store is None:
+            self.iceberg.rename_table(from_identifier, to_identifier)
+            return self.load_table(to_identifier)
+        old_change = ".".join(table.change_store.name())
+        new_change = self.change_identifier(to_identifier)
+        if self.iceberg.table_exists(new_change):
+            raise TableExistsError(f"cannot rename {from_identifier}: its new ChangeStore name {new_change} is taken")
+        self.iceberg.rename_table(old_change, new_change)
+        try:
+            self.iceberg.rename_table(from_identifier, to_identifier)
+            base = self.iceberg.load_table(to_identifier)
+            with base.transaction() as txn:
+                txn.set_properties({CHANGE_IDENTIFIER: new_change})
+        except BaseException:
+            # Back to the old names, so the table loads as before (the BaseStore's link untouched).
+            if self.iceberg.table_exists(to_identifier) and not self.iceberg.table_exists(from_identifier):
+                self.iceberg.rename_table(to_identifier, from_identifier)
+            self.iceberg.rename_table(new_change, old_change)
+            raise
+        log.info("renamed table %s to %s (ChangeStore %s)", from_identifier, to_identifier, new_change)
+        return self.load_table(to_identifier)
+
+    def list_namespaces(self, namespace: str = "") -> list[str]:
+        """Namespaces (under ``namespace``, when given), as dotted names.
+
+        Raises:
+            NoSuchNamespaceError: ``namespace`` does not exist.
+        """
+        try:
+            return sorted(".".join(ident) for ident in self.iceberg.list_namespaces(namespace or ()))
+        except ice.NoSuchNamespaceError as exc:
+            raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist in catalog {self.name}") from exc
+
+    def create_namespace(self, namespace: str, properties: Mapping[str, str] | None = None) -> None:
+        """Create a namespace.
+
+        Raises:
+            NamespaceExistsError: it already exists.
+        """
+        try:
+            self.iceberg.create_namespace(namespace, dict(properties or {}))
+        except ice.NamespaceAlreadyExistsError as exc:
+            raise NamespaceExistsError(f"namespace {namespace!r} already exists in catalog {self.name}") from exc
+
+    def drop_namespace(self, namespace: str) -> None:
+        """Drop an empty namespace.
+
+        Raises:
+            NoSuchNamespaceError: it does not exist.
+            NamespaceNotEmptyError: it still holds tables.
+        """
+        try:
+            self.iceberg.drop_namespace(namespace)
+        except ice.NoSuchNamespaceError as exc:
+            raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist in catalog {self.name}") from exc
+        except ice.NamespaceNotEmptyError as exc:
+            tables = self.list_tables(namespace)
+            raise NamespaceNotEmptyError(
+                f"namespace {namespace!r}: expected no tables to drop it, found {tables}; drop them first"
+            ) from exc
 
     def list_tables(self, namespace: str) -> list[str]:
         """Tables of ``namespace``, ChangeStores folded into their tables."""

@@ -13,17 +13,22 @@ its own. Rows come out in LSN order, ``-U`` before its ``+U``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression, In, Reference
+from pyiceberg.expressions.visitors import bind
+from pyiceberg.io.pyarrow import expression_to_pyarrow
 from pyiceberg.table.snapshots import Snapshot
 
-from mixed_iceberg.exceptions import NoSuchSnapshotError, NotKeyedTableError
+from mixed_iceberg.exceptions import InvalidScanError, NoSuchSnapshotError, NotKeyedTableError
 from mixed_iceberg.reader.engines import scan_states
+from mixed_iceberg.reader.filters import split_filter
 from mixed_iceberg.reader.merge import LSN, KeyIndex, key_codes
 from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.plan import PartitionIndex, plan_change_files
@@ -112,13 +117,35 @@ def _empty(changes: pa.Table, columns: list[str]) -> pa.Table:
 
 
 class ChangeScan:
-    """Change rows committed after ``from_snapshot`` up to and including ``to_snapshot``."""
+    """Change rows committed after ``from_snapshot`` up to and including ``to_snapshot``.
 
-    def __init__(self, table: MixedTable, from_snapshot: int | None = None, to_snapshot: int | None = None) -> None:
+    ``row_filter`` keeps the CDC rows whose image matches it (a ``-U`` and its ``+U`` are
+    judged apart: an update out of the filter's range shows as its ``-U`` alone); its key-only
+    conjuncts are pushed down to the files, value predicates apply to the derived rows.
+    ``selected_fields`` projects the table's columns; the CDC columns always come.
+    """
+
+    def __init__(
+        self,
+        table: MixedTable,
+        from_snapshot: int | None = None,
+        to_snapshot: int | None = None,
+        *,
+        row_filter: str | BooleanExpression | None = None,
+        selected_fields: Sequence[str] = ("*",),
+        case_sensitive: bool = True,
+    ) -> None:
         change = table.change_store
         if change is None:
             raise NotKeyedTableError(f"{table.name}: changes() needs a keyed table with a ChangeStore; this table has none")
         self.table = table
+        self.filter = split_filter(row_filter, table.schema(), table.primary_key, case_sensitive, table=table.name)
+        self.case_sensitive = case_sensitive
+        names = table.schema().column_names
+        unknown = [f for f in selected_fields if f != "*" and f not in names]
+        if unknown:
+            raise InvalidScanError(f"{table.name}: selected fields {unknown} are not columns; expected some of {names}")
+        self.columns = names if tuple(selected_fields) == ("*",) else [n for n in names if n in selected_fields]
         meta = change.metadata
         self._start = meta.snapshot_by_id(from_snapshot) if from_snapshot else None
         self.from_sequence = self._sequence(self._start, from_snapshot, 0)
@@ -148,14 +175,18 @@ class ChangeScan:
         )
         columns = schema.column_names
         history = change.metadata.schemas
-        inserts = read_change_rows(
-            change.io, schema, [r for r in refs if not r.is_delete], columns, AlwaysTrue(), schemas=history
-        )
-        deletes = read_change_rows(change.io, schema, [r for r in refs if r.is_delete], columns, AlwaysTrue(), schemas=history)
+        keyed = self.filter.keys
+        inserts = read_change_rows(change.io, schema, [r for r in refs if not r.is_delete], columns, keyed, schemas=history)
+        deletes = read_change_rows(change.io, schema, [r for r in refs if r.is_delete], columns, keyed, schemas=history)
         rows = pa.concat_tables([inserts, deletes.select(inserts.column_names)])
         is_data = np.concatenate([np.ones(inserts.num_rows, bool), np.zeros(deletes.num_rows, bool)])
         before = self._states_before(rows, keys) if rows.num_rows else table.arrow_schema().empty_table()
-        return derive_actions(table.merge_config, rows, is_data, before, keys)
+        derived = derive_actions(table.merge_config, rows, is_data, before, keys)
+        if not isinstance(self.filter.full, AlwaysTrue) and derived.num_rows:
+            bound = bind(schema, self.filter.full, case_sensitive=self.case_sensitive)
+            match = ds.dataset(derived).to_table(columns={"m": expression_to_pyarrow(bound, schema)}).column("m")
+            derived = derived.filter(pc.fill_null(match, False))
+        return derived.select([*self.columns, ACTION, "_transaction_id", "_file_offset"])
 
     def _states_before(self, rows: pa.Table, keys: list[str]) -> pa.Table:
         """The merged state, as of the start of the range, of the keys ``rows`` touch."""
