@@ -1,4 +1,5 @@
-"""The Python blocks of docs/ pages run as written (each page's blocks in order, in one namespace)."""
+"""The Python blocks of docs/ pages run as written (each page's blocks in order, in one namespace); every page
+with a python block is listed (test_every_page_with_python_is_run)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
-PAGES = ["catalogs.md", "debezium.md", "reading.md", "schema-evolution.md", "semantics.md"]
+PAGES = ["catalogs.md", "debezium.md", "optimizing.md", "reading.md", "schema-evolution.md", "semantics.md"]
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -19,3 +20,8 @@ def test_docs_python_blocks_run(page: str) -> None:
     namespace: dict[str, object] = {}
     for number, block in enumerate(blocks, start=1):
         exec(compile(block, f"{page}: python block {number}", "exec"), namespace)
+
+
+def test_every_page_with_python_is_run() -> None:
+    with_python = sorted(p.name for p in DOCS.glob("*.md") if "```python" in p.read_text())
+    assert with_python == sorted(PAGES)
