@@ -6,15 +6,21 @@ Kinds are enums, never strings or magic numbers; absent values are ``None``.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = [
     "ChangeAction",
+    "Clock",
     "CommitId",
     "DataFileType",
     "TableFormat",
     "TableStore",
 ]
+
+
+#: Returns the current time in epoch seconds (``time.time``); injected by tests.
+Clock = Callable[[], float]
 
 
 class ChangeAction(enum.Enum):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -30,6 +29,7 @@ from mixed_iceberg.optimizing.model import (
 )
 from mixed_iceberg.optimizing.plan import plan_tasks
 from mixed_iceberg.table_properties import optimizing_filter
+from mixed_iceberg.typedef import Clock
 
 if TYPE_CHECKING:
     from mixed_iceberg.table import MixedTable
@@ -37,8 +37,6 @@ if TYPE_CHECKING:
 __all__ = ["TableOptimizing"]
 
 log = logging.getLogger(__name__)
-
-Clock = Callable[[], float]
 
 
 def crosses_partitions(table: MixedTable) -> bool:

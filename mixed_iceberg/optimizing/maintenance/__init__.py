@@ -14,7 +14,7 @@ Modules, one concern each:
 from __future__ import annotations
 
 from mixed_iceberg.optimizing.maintenance.config import MaintenanceConfig, parse_duration
-from mixed_iceberg.optimizing.maintenance.facade import Clock, TableMaintenance
+from mixed_iceberg.optimizing.maintenance.facade import TableMaintenance
 from mixed_iceberg.optimizing.maintenance.results import (
     ChangeTtlResult,
     ExpireResult,
@@ -22,6 +22,7 @@ from mixed_iceberg.optimizing.maintenance.results import (
     ManifestRewriteResult,
     OrphanResult,
 )
+from mixed_iceberg.typedef import Clock
 
 __all__ = [
     "ChangeTtlResult",

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -34,16 +33,14 @@ from mixed_iceberg.optimizing.maintenance.results import (
     ManifestRewriteResult,
     OrphanResult,
 )
+from mixed_iceberg.typedef import Clock
 
 if TYPE_CHECKING:
     from mixed_iceberg.table import MixedTable
 
-__all__ = ["Clock", "TableMaintenance"]
+__all__ = ["TableMaintenance"]
 
 log = logging.getLogger(__name__)
-
-#: Returns the current time in epoch seconds (``time.time``); injected by tests.
-Clock = Callable[[], float]
 
 
 def _ms(delta: timedelta) -> int:
