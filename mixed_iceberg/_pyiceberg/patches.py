@@ -33,9 +33,6 @@ from __future__ import annotations
 
 import json
 import struct
-import threading
-from collections import OrderedDict
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -52,6 +49,8 @@ from pyiceberg.table.update import TableUpdate
 from pyiceberg.typedef import EMPTY_DICT
 from pyiceberg.utils.datetime import datetime_to_millis
 from pyiceberg.utils.schema_conversion import AvroSchemaConversion
+
+from mixed_iceberg.caching import IdentityCache, LruCache
 
 __all__ = ["AVRO_CACHE", "MANIFEST_LISTS", "apply", "updated_metadata"]
 
@@ -75,74 +74,14 @@ def apply() -> None:
     _applied = True
 
 
-class _Memo:
-    """A bounded map from a key to a value built once (thread-safe; a race builds twice)."""
-
-    def __init__(self, capacity: int = 256) -> None:
-        self._capacity = capacity
-        self._entries: OrderedDict[Any, Any] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, key: Any, build: Callable[[], Any]) -> Any:
-        with self._lock:
-            if key in self._entries:
-                self.hits += 1
-                self._entries.move_to_end(key)
-                return self._entries[key]
-        value = build()
-        with self._lock:
-            self.misses += 1
-        self.put(key, value)
-        return value
-
-    def peek(self, key: Any) -> Any:
-        """The value kept for ``key``, or None (counts neither a hit nor a miss)."""
-        with self._lock:
-            return self._entries.get(key)
-
-    def put(self, key: Any, value: Any) -> None:
-        with self._lock:
-            self._entries[key] = value
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._capacity:
-                self._entries.popitem(last=False)
-
-
 #: The memoised Avro readers, writers, header schemas and schema JSON (hits and misses are counted).
-AVRO_CACHE = _Memo()
-
-
-class _ByIdentity:
-    """Values derived from (frozen) objects, kept by the objects' identity (held, so ids stay unique)."""
-
-    def __init__(self, capacity: int = 1024) -> None:
-        self._capacity = capacity
-        self._entries: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, objects: tuple[Any, ...], build: Callable[[], Any]) -> Any:
-        key = tuple(id(o) for o in objects)
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None and all(a is b for a, b in zip(found[0], objects, strict=True)):
-                self._entries.move_to_end(key)
-                return found[1]
-        value = build()
-        with self._lock:
-            self._entries[key] = (objects, value)
-            while len(self._entries) > self._capacity:
-                self._entries.popitem(last=False)
-        return value
-
-
-_BY_IDENTITY = _ByIdentity()
+AVRO_CACHE: LruCache[Any, Any] = LruCache(256)
+_BY_IDENTITY: IdentityCache[Any] = IdentityCache(1024)
 
 
 def _schema_key(schema: Any) -> tuple[str, str]:
     # Field ids, names, types and optionality: everything a reader or writer depends on.
-    key: tuple[str, str] = _BY_IDENTITY.get((schema,), lambda: (type(schema).__name__, schema.model_dump_json()))
+    key: tuple[str, str] = _BY_IDENTITY.get_or_build((schema,), lambda: (type(schema).__name__, schema.model_dump_json()))
     return key
 
 
@@ -152,10 +91,10 @@ def _memoise_avro() -> None:
 
     def memo_resolve_writer(record_schema: Any, file_schema: Any) -> Any:
         key = ("resolve_writer", _schema_key(record_schema), _schema_key(file_schema))
-        return AVRO_CACHE.get(key, lambda: resolve_writer(record_schema, file_schema))
+        return AVRO_CACHE.get_or_build(key, lambda: resolve_writer(record_schema, file_schema))
 
     def memo_construct_writer(file_schema: Any) -> Any:
-        return AVRO_CACHE.get(("construct_writer", _schema_key(file_schema)), lambda: construct_writer(file_schema))
+        return AVRO_CACHE.get_or_build(("construct_writer", _schema_key(file_schema)), lambda: construct_writer(file_schema))
 
     def memo_resolve_reader(
         file_schema: Any, read_schema: Any, read_types: Any = EMPTY_DICT, read_enums: Any = EMPTY_DICT
@@ -167,23 +106,23 @@ def _memoise_avro() -> None:
             tuple(sorted(read_types.items())),
             tuple(sorted(read_enums.items())),
         )
-        return AVRO_CACHE.get(key, lambda: resolve_reader(file_schema, read_schema, read_types, read_enums))
+        return AVRO_CACHE.get_or_build(key, lambda: resolve_reader(file_schema, read_schema, read_types, read_enums))
 
     def memo_construct_reader(file_schema: Any, read_types: Any = EMPTY_DICT) -> Any:
         key = ("construct_reader", _schema_key(file_schema), tuple(sorted(read_types.items())))
-        return AVRO_CACHE.get(key, lambda: construct_reader(file_schema, read_types))
+        return AVRO_CACHE.get_or_build(key, lambda: construct_reader(file_schema, read_types))
 
     def memo_get_schema(header: avro_file.AvroFileHeader) -> Schema:
         text = header.meta.get(avro_file._SCHEMA_KEY)
         if text is None:
             return get_schema(header)  # raises pyiceberg's error
         # Schemas are frozen models: every reader of a file with this header may share one.
-        schema: Schema = AVRO_CACHE.get(("schema", text), lambda: get_schema(header))
+        schema: Schema = AVRO_CACHE.get_or_build(("schema", text), lambda: get_schema(header))
         return schema
 
     def memo_header_json(file_schema: Schema, schema_name: str) -> str:
         key = ("header", _schema_key(file_schema), schema_name)
-        text: str = AVRO_CACHE.get(
+        text: str = AVRO_CACHE.get_or_build(
             key, lambda: json.dumps(AvroSchemaConversion().iceberg_to_avro(file_schema, schema_name=schema_name))
         )
         return text
@@ -204,13 +143,13 @@ def _memoise_avro() -> None:
 
     def memo_with_partition(self: manifest.ManifestWriter, format_version: Any) -> Schema:
         # The spec and schema come from the table's metadata, shared by successive commits.
-        schema: Schema = _BY_IDENTITY.get(
+        schema: Schema = _BY_IDENTITY.get_or_build(
             (self._spec, self._schema, format_version), lambda: with_partition(self, format_version)
         )
         return schema
 
     def memo_meta(self: manifest.ManifestWriter) -> dict[str, str]:
-        schema_json, spec_json = _BY_IDENTITY.get(
+        schema_json, spec_json = _BY_IDENTITY.get_or_build(
             (self._spec, self._schema, "meta"),
             lambda: (self._schema.model_dump_json(), to_json(self._spec.fields).decode("utf-8")),
         )
@@ -266,14 +205,16 @@ def updated_metadata(
 
 
 #: Manifests of the newest manifest lists, by the list's path.
-MANIFEST_LISTS = _Memo(capacity=256)
+MANIFEST_LISTS: LruCache[str, tuple[Any, ...]] = LruCache(256)
 
 
 def _keep_manifest_lists() -> None:
     read_list = manifest._manifests
 
     def kept_manifests(io: Any, manifest_list: str) -> tuple[manifest.ManifestFile, ...]:
-        manifests: tuple[manifest.ManifestFile, ...] = MANIFEST_LISTS.get(manifest_list, lambda: read_list(io, manifest_list))
+        manifests: tuple[manifest.ManifestFile, ...] = MANIFEST_LISTS.get_or_build(
+            manifest_list, lambda: read_list(io, manifest_list)
+        )
         return manifests
 
     def add_manifests(self: manifest.ManifestListWriter, manifest_files: list[manifest.ManifestFile]) -> Any:

@@ -36,7 +36,6 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +53,7 @@ from sqlalchemy import Select, bindparam, event, select
 
 from mixed_iceberg._pyiceberg import apply_patches
 from mixed_iceberg._pyiceberg.patches import updated_metadata
+from mixed_iceberg.caching import LruCache
 from mixed_iceberg.catalog.locations import location_taken
 from mixed_iceberg.catalog.metadata_json import write_metadata
 
@@ -62,35 +62,11 @@ __all__ = ["MetadataCache", "SqlCatalogWithCache"]
 log = logging.getLogger(__name__)
 
 
-class MetadataCache:
+class MetadataCache(LruCache[str, TableMetadata]):
     """Parsed table metadata by metadata file location, the newest ``capacity`` entries."""
 
     def __init__(self, capacity: int = 64) -> None:
-        self._capacity = capacity
-        self._entries: OrderedDict[str, TableMetadata] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, location: str) -> TableMetadata | None:
-        with self._lock:
-            found = self._entries.get(location)
-            if found is None:
-                self.misses += 1
-            else:
-                self.hits += 1
-                self._entries.move_to_end(location)
-            return found
-
-    def put(self, location: str, metadata: TableMetadata) -> None:
-        with self._lock:
-            self._entries[location] = metadata
-            self._entries.move_to_end(location)
-            while len(self._entries) > self._capacity:
-                self._entries.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._entries)
+        super().__init__(capacity)
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:

@@ -14,14 +14,15 @@ Format v1 metadata (whose snapshots are rewritten on the way out) and pyiceberg'
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from pyiceberg.io import FileIO
 from pyiceberg.serializers import Compressor, ToOutputFile
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.utils.config import Config
+
+from mixed_iceberg.caching import IdentityCache
 
 __all__ = ["FragmentCache", "metadata_json", "write_metadata"]
 
@@ -33,41 +34,35 @@ _LISTS = (
 )
 
 
+def _dumper(item: Any) -> Callable[[], str]:
+    def dump() -> str:
+        text: str = item.model_dump_json(exclude_none=True)
+        return text
+
+    return dump
+
+
 class FragmentCache:
     """JSON of immutable metadata entries by object identity, the newest ``capacity`` of them."""
 
     def __init__(self, capacity: int = 20_000) -> None:
-        self._capacity = capacity
-        # id -> (the object, kept alive so that its id is not reused while cached; its JSON)
-        self._entries: OrderedDict[int, tuple[Any, str]] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
+        self._texts: IdentityCache[str] = IdentityCache(capacity)
+
+    @property
+    def hits(self) -> int:
+        return self._texts.hits
+
+    @property
+    def misses(self) -> int:
+        return self._texts.misses
 
     def joined(self, items: list[Any]) -> str:
         """``[item, ...]`` as pydantic writes it inside the metadata."""
-        parts: list[str] = []
-        fresh: list[tuple[Any, str]] = []
-        with self._lock:
-            entries = self._entries
-            for item in items:
-                found = entries.get(id(item))
-                if found is not None and found[0] is item:
-                    parts.append(found[1])
-                else:
-                    text = item.model_dump_json(exclude_none=True)
-                    fresh.append((item, text))
-                    parts.append(text)
-            self.hits += len(items) - len(fresh)
-            self.misses += len(fresh)
-            for item, text in fresh:
-                entries[id(item)] = (item, text)
-            while len(entries) > self._capacity:
-                entries.popitem(last=False)
-        return "[" + ",".join(parts) + "]"
+        texts = self._texts
+        return "[" + ",".join(texts.get_or_build((item,), _dumper(item)) for item in items) + "]"
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._texts)
 
 
 _fragments = FragmentCache()

@@ -19,8 +19,6 @@ streaming commit (about 1,900 rows each, eight per commit):
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +40,7 @@ from pyiceberg.typedef import Properties, Record
 from pyiceberg.utils.properties import property_as_int
 
 from mixed_iceberg._pyiceberg.parquet import parquet_writer_kwargs
+from mixed_iceberg.caching import LruCache
 
 __all__ = ["DICTIONARY_SAMPLE_ROWS", "data_location", "dictionary_columns", "write_data_file"]
 
@@ -66,18 +65,14 @@ class _WritePlan:
     column_ids: dict[str, int]
 
 
-_plans: OrderedDict[tuple[object, ...], _WritePlan] = OrderedDict()
-_plans_lock = threading.Lock()
-_PLANS_KEPT = 32
+_plans: LruCache[tuple[object, ...], _WritePlan] = LruCache(32)
 
 
 def _plan(file_schema: Schema, properties: Properties) -> _WritePlan:
     key = (file_schema.schema_id, tuple(file_schema.fields), tuple(sorted(properties.items())))
-    with _plans_lock:
-        found = _plans.get(key)
-        if found is not None:
-            _plans.move_to_end(key)
-            return found
+    found = _plans.get(key)
+    if found is not None:
+        return found
     row_group_size = property_as_int(
         properties, TableProperties.PARQUET_ROW_GROUP_LIMIT, TableProperties.PARQUET_ROW_GROUP_LIMIT_DEFAULT
     )
@@ -88,10 +83,7 @@ def _plan(file_schema: Schema, properties: Properties) -> _WritePlan:
         statistics=compute_statistics_plan(file_schema, properties),
         column_ids=parquet_path_to_id_mapping(file_schema),
     )
-    with _plans_lock:
-        _plans[key] = plan
-        while len(_plans) > _PLANS_KEPT:
-            _plans.popitem(last=False)
+    _plans.put(key, plan)
     return plan
 
 

@@ -6,11 +6,9 @@ commits reads only the manifests it has not seen, which keeps reads flat as hist
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cachetools import LRUCache
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import DataFile, DataFileContent, ManifestEntry, ManifestEntryStatus, ManifestFile
@@ -19,13 +17,13 @@ from pyiceberg.table.delete_file_index import DeleteFileIndex
 from pyiceberg.table.snapshots import Snapshot
 
 from mixed_iceberg._pyiceberg.scan import ScanEvaluators
+from mixed_iceberg.caching import LruCache
 
 __all__ = ["LiveFile", "live_files", "manifest_entries", "plan_scan_tasks"]
 
-_CACHE: LRUCache[str, tuple[ManifestEntry, ...]] = LRUCache(maxsize=8192)
+_CACHE: LruCache[str, tuple[ManifestEntry, ...]] = LruCache(8192)
 #: The same entries as plain tuples: scans walk thousands of them, and Record properties are slow.
-_FLAT: LRUCache[str, tuple[tuple[DataFile, int, int], ...]] = LRUCache(maxsize=8192)
-_LOCK = threading.Lock()
+_FLAT: LruCache[str, tuple[tuple[DataFile, int, int], ...]] = LruCache(8192)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,25 +42,14 @@ def manifest_entries(io: FileIO, manifest: ManifestFile) -> tuple[ManifestEntry,
     header's schema every time); commits and scans re-read the same manifests constantly.
     The entries are shared: callers must not change them.
     """
-    with _LOCK:
-        cached = _CACHE.get(manifest.manifest_path)
-    if cached is not None:
-        return cached
-    entries = tuple(manifest.fetch_manifest_entry(io, discard_deleted=True))
-    with _LOCK:
-        _CACHE[manifest.manifest_path] = entries
-    return entries
+    return _CACHE.get_or_build(manifest.manifest_path, lambda: tuple(manifest.fetch_manifest_entry(io, discard_deleted=True)))
 
 
 def _entries(table: Table, manifest: ManifestFile) -> tuple[tuple[DataFile, int, int], ...]:
-    with _LOCK:
-        cached = _FLAT.get(manifest.manifest_path)
-    if cached is not None:
-        return cached
-    flat = tuple((e.data_file, e.sequence_number or 0, e.snapshot_id or 0) for e in manifest_entries(table.io, manifest))
-    with _LOCK:
-        _FLAT[manifest.manifest_path] = flat
-    return flat
+    return _FLAT.get_or_build(
+        manifest.manifest_path,
+        lambda: tuple((e.data_file, e.sequence_number or 0, e.snapshot_id or 0) for e in manifest_entries(table.io, manifest)),
+    )
 
 
 def live_files(
