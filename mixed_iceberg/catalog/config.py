@@ -22,7 +22,14 @@ from pyiceberg.utils.config import Config
 
 from mixed_iceberg.exceptions import ConfigError
 
-__all__ = ["CatalogConfig", "StorageConfig", "default_config_path", "load_catalog_config", "pyiceberg_catalog_properties"]
+__all__ = [
+    "CatalogConfig",
+    "StorageConfig",
+    "default_config_path",
+    "flatten",
+    "load_catalog_config",
+    "pyiceberg_catalog_properties",
+]
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -131,14 +138,15 @@ def pyiceberg_catalog_properties(name: str) -> dict[str, str]:
         found = Config().get_catalog_config(name) or {}
     except ValueError as exc:  # pyiceberg's own message: a malformed file or variable
         raise ConfigError(f"catalog {name!r}: pyiceberg's configuration is invalid: {exc}") from exc
-    return _flatten(found)
+    return flatten(found)
 
 
-def _flatten(values: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+def flatten(values: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """Nested YAML mappings as dotted keys with string values (``{"a": {"b": 1}}`` -> ``{"a.b": "1"}``)."""
     flat: dict[str, str] = {}
     for key, value in values.items():
         if isinstance(value, Mapping):
-            flat.update(_flatten(value, f"{prefix}{key}."))
+            flat.update(flatten(value, f"{prefix}{key}."))
         else:
             flat[f"{prefix}{key}"] = str(value)
     return flat

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 import yaml
 
+from mixed_iceberg.catalog.config import flatten
 from mixed_iceberg.ingest.config import IngestConfig
 from mixed_iceberg.ingest.failures import failure_cause
 from mixed_iceberg.ingest.progress import (
@@ -170,16 +171,6 @@ def local_rest_settings(flink: Mapping[str, str]) -> dict[str, str]:
     return {"rest.bind-address": "127.0.0.1", "rest.address": "127.0.0.1", "rest.bind-port": port, "rest.port": port}
 
 
-def _flat(tree: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
-    out: dict[str, str] = {}
-    for key, value in tree.items():
-        if isinstance(value, Mapping):
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = str(value)
-    return out
-
-
 def rest_url(settings: Mapping[str, str], environ: Mapping[str, str] = os.environ) -> str | None:
     """The REST API of the cluster the job runs on (None: not known).
 
@@ -191,7 +182,7 @@ def rest_url(settings: Mapping[str, str], environ: Mapping[str, str] = os.enviro
         path = Path(conf_dir) / "config.yaml" if conf_dir else None
         if path is None or not path.is_file():
             return None
-        settings = _flat(yaml.safe_load(path.read_text()) or {})
+        settings = flatten(yaml.safe_load(path.read_text()) or {})
         host, port = settings.get("rest.address", "localhost"), settings.get("rest.port", "8081")
     else:
         host = settings.get("rest.address", "localhost")
