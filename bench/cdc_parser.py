@@ -8,8 +8,10 @@ first; each figure is the median over ``--repeats`` rounds of CPU microseconds p
 (``time.process_time``, so the pyarrow reader's threads count) and wall microseconds. The
 baseline is ``mixed_iceberg/ingest/cdc.py`` as of ``--baseline``, loaded from git as its own
 module (its imports come from this tree). Shapes: Debezium over the ingest job's table
-(id, customer, qty, price), the same with a string, a date and a timestamp column, and
-changelog JSON. Both parsers' outputs are compared before anything is timed.
+(id, customer, qty, price), the same with a string, a date and a timestamp column, that wide
+shape in Kafka Connect's envelope with Debezium's whole schema (``debezium-envelope``: what a
+connector writes with ``schemas.enable=true``), and changelog JSON. Both parsers' outputs are
+compared before anything is timed.
 """
 
 from __future__ import annotations
@@ -33,9 +35,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mixed_iceberg.ingest import cdc  # noqa: E402
+from tests.support.connect_envelopes import column, envelope_schema  # noqa: E402
 
 ORDERS = pa.schema([("id", pa.int64()), ("customer", pa.string()), ("qty", pa.int32()), ("price", pa.float64())])
 WIDE = pa.schema([*ORDERS, ("note", pa.string()), ("day", pa.date32()), ("at", pa.timestamp("us"))])
+#: Debezium's schema of the wide shape: what every message of a connector's topic carries.
+WIDE_SCHEMA = envelope_schema(
+    [column("id", "int64"), column("customer", "string"), column("qty", "int32"), column("price", "double"),
+     column("note", "string"), column("day", "int32", "io.debezium.time.Date"),
+     column("at", "int64", "io.debezium.time.MicroTimestamp")],
+    table="orders",
+)  # fmt: skip
 
 
 def baseline_module(revision: str) -> ModuleType:
@@ -57,7 +67,7 @@ def messages(shape: str, count: int, seed: int) -> pa.Array:
         key = int(rng.integers(0, count // 4 + 1))
         row: dict[str, Any] = {"id": key, "customer": f"c{key % 97}", "qty": int(rng.integers(1, 100)),
                                "price": round(float(rng.uniform(1, 500)), 2)}  # fmt: skip
-        if shape == "debezium-wide":
+        if shape in ("debezium-wide", "debezium-envelope"):
             row |= {"note": f"note {i} ünïcode", "day": 19000 + i % 500, "at": 1_700_000_000_000_000 + i}
         if shape == "changelog":
             message: dict[str, Any] = {"op": ("+I", "-U", "+U", "-D")[i % 4], "data": row}
@@ -66,12 +76,14 @@ def messages(shape: str, count: int, seed: int) -> pa.Array:
             before = row if op != "c" else None
             message = {"before": before, "after": row if op != "d" else None, "op": op, "ts_ms": 1_700_000_000_000 + i,
                        "source": {"table": "orders", "lsn": i}}  # fmt: skip
+            if shape == "debezium-envelope":
+                message = {"schema": WIDE_SCHEMA, "payload": message}
         out.append(json.dumps(message, separators=(",", ":")).encode())
     return pa.array(out, pa.binary())
 
 
 def run_shape(shape: str, new: ModuleType, old: ModuleType, args: argparse.Namespace) -> dict[str, object]:
-    schema = WIDE if shape == "debezium-wide" else ORDERS
+    schema = WIDE if shape in ("debezium-wide", "debezium-envelope") else ORDERS
     fmt_name = "CHANGELOG_JSON" if shape == "changelog" else "DEBEZIUM_JSON"
     parsers = {
         "baseline": old.CdcParser(schema, ["id"], getattr(old.CdcFormat, fmt_name)),
@@ -110,12 +122,15 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=40_000, help="messages per parse call")
     parser.add_argument("--batches", type=int, default=5, help="batches per round")
     parser.add_argument("--repeats", type=int, default=7, help="rounds (median reported)")
-    parser.add_argument("--shape", action="append", choices=["debezium", "debezium-wide", "changelog"])
+    parser.add_argument("--shape", action="append", choices=["debezium", "debezium-wide", "debezium-envelope", "changelog"])
     parser.add_argument("--json", type=Path, default=ROOT / "bench/results/cdc_parser.json")
     args = parser.parse_args()
     old = baseline_module(args.baseline)
     revision = subprocess.run(["git", "rev-parse", "--short", args.baseline], cwd=ROOT, capture_output=True, text=True)
-    rows = [run_shape(shape, cdc, old, args) for shape in args.shape or ["debezium", "debezium-wide", "changelog"]]
+    rows = [
+        run_shape(shape, cdc, old, args)
+        for shape in args.shape or ["debezium", "debezium-wide", "debezium-envelope", "changelog"]
+    ]
     print(f"| shape | baseline ({revision.stdout.strip()}) CPU us/msg | current CPU us/msg | ratio | wall ratio |")
     print("|---|---|---|---|---|")
     for row in rows:

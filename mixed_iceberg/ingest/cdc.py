@@ -229,10 +229,12 @@ class CdcParser:
         """op, before, after (table types) and ts_ms of ``values``; raises ArrowInvalid on bad input.
 
         ``lines``: ``values`` already joined by :func:`join_lines`, if the caller has them;
-        ``encodings``: what each message's schema says (None: no message has one)."""
+        ``encodings``: what each message's schema says (None: no message of the batch holds
+        the word "payload", so none is read as an envelope)."""
         if lines is None:
             lines = join_lines(values).to_pybytes()
-        wrapped = self._wrapped_options is not None and _PAYLOAD in lines
+        # parse() scanned the whole batch for the word once: no encodings, no payload in any part.
+        wrapped = self._wrapped_options is not None and encodings is not None and _PAYLOAD in lines
         # Blocks split at newlines only, so each message stays whole; threads parse blocks in
         # parallel. A message longer than a block would straddle two ("straddling object").
         _, starts, stops = _bytes_of(values)
@@ -258,7 +260,7 @@ class CdcParser:
             before = after = raw.column("data").combine_chunks()
             op, ts = raw.column("op").combine_chunks(), raw.column("ts_ms").combine_chunks()
         if not wrapped:
-            encodings = None
+            encodings = None  # no message of this part has a payload: the defaults
         before_rows, after_rows = self._convert(before, encodings, 0), self._convert(after, encodings, 1)
         return pa.table({"op": op, "before": before_rows, "after": after_rows, "ts_ms": ts})
 

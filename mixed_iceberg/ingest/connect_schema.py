@@ -210,6 +210,8 @@ def _schema_span(text: str) -> tuple[object, int] | str | None:
         return _DECODER.raw_decode(text, head.end())
     except json.JSONDecodeError as exc:
         return f"malformed message: its schema is not JSON: {exc}"
+    except RecursionError:  # Python's reader recurses per level of nesting
+        return "malformed message: its schema is nested deeper than Python's JSON reader goes"
 
 
 def batch_encodings(values: pa.Array, table: pa.Schema) -> BatchEncodings:
@@ -248,7 +250,9 @@ def batch_encodings(values: pa.Array, table: pa.Schema) -> BatchEncodings:
             groups[remaining[0]] = group
             remaining = remaining[1:]
             continue
-        same = pc.starts_with(text.take(pa.array(remaining)), pattern=first[:end]).to_numpy(zero_copy_only=False)
+        # Over the whole batch, not a take of the rest: no copy of the messages (a memcmp stops at
+        # the first differing byte).
+        same = np.asarray(pc.starts_with(text, pattern=first[:end]).to_numpy(zero_copy_only=False))[remaining]
         groups[remaining[same]] = group
         remaining = remaining[~same]
     # Other layouts (schema after payload, whitespace first): parsed one by one, see above.
@@ -261,6 +265,9 @@ def batch_encodings(values: pa.Array, table: pa.Schema) -> BatchEncodings:
                 message = _DECODER.decode(text[int(i)].as_py())
             except json.JSONDecodeError:
                 continue  # not JSON at all: the JSON reader dead-letters it
+            except RecursionError:
+                groups[i] = group_of("malformed message: nested deeper than Python's JSON reader goes")
+                continue
             if isinstance(message, dict) and "payload" in message:
                 groups[i] = group_of(column_encodings(message.get("schema"), table))
     return BatchEncodings(groups, tuple(schemas))

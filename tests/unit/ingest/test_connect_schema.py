@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 from mixed_iceberg.ingest.cdc import CdcFormat, CdcParser, ParsedChanges
+from mixed_iceberg.ingest.connect_schema import batch_encodings
 from mixed_iceberg.ingest.decode import Encoding, from_debezium
 from tests.support.connect_envelopes import column, envelope
 
@@ -196,3 +197,12 @@ def test_unit_conversion_floors_and_keeps_nulls(
 def test_milliseconds_that_overflow_microseconds_are_refused() -> None:
     with pytest.raises(pa.ArrowInvalid, match="overflow"):
         from_debezium(pa.array([2**62], pa.int64()), pa.timestamp("us"), Encoding.MILLIS)
+
+
+def test_a_schema_nested_deeper_than_pythons_json_reader_is_refused_not_raised() -> None:
+    deep = "[" * 5000 + "]" * 5000
+    messages = [f'{{"schema":{deep},"payload":{{}}}}', f'{{"payload":{{}},"schema":{deep}}}']
+    found = batch_encodings(pa.array([m.encode() for m in messages], pa.binary()), table(pa.timestamp("us")))
+    reasons = found.rejected()
+    assert sorted(reasons) == [0, 1]
+    assert all("nested deeper" in r for r in reasons.values())
