@@ -202,24 +202,15 @@ class CdcParser:
         )
 
     # -- reading, with bisection around messages the JSON reader rejects -------------------------
-    def _decode(self, values: pa.Array, kind: pa.DataType, encodings: BatchEncodings | None, image: int, i: int) -> pa.Array:
-        """One column of one image, each row decoded as its message's schema says."""
-        if encodings is None:
-            return from_debezium(values, kind)
-        parts = encodings.column(image, i)
-        if len(parts) == 1:
-            return from_debezium(values, kind, parts[0][0])
-        # Several schemas in the batch disagree on this column: decode each one's rows, then
-        # put the rows back in message order.
-        rows = np.concatenate([r for _, r in parts if r is not None])
-        decoded = pa.concat_arrays([from_debezium(values.take(pa.array(r)), kind, e) for e, r in parts if r is not None])
-        order = np.empty(len(rows), np.int64)
-        order[rows] = np.arange(len(rows))
-        return decoded.take(pa.array(order))
-
     def _convert(self, image: pa.Array, encodings: BatchEncodings | None = None, which: int = 0) -> pa.StructArray:
         if self.format is CdcFormat.DEBEZIUM_JSON:
-            children = [self._decode(pc.struct_field(image, [i]), f.type, encodings, which, i) for i, f in enumerate(self.schema)]
+            columns = [pc.struct_field(image, [i]) for i in range(len(self.schema))]
+            if encodings is None:
+                children = [from_debezium(c, f.type) for c, f in zip(columns, self.schema, strict=True)]
+            else:
+                children = [
+                    encodings.decode(c, f.type, which, i) for i, (c, f) in enumerate(zip(columns, self.schema, strict=True))
+                ]
         else:
             children = [pc.struct_field(image, [i]).cast(f.type) for i, f in enumerate(self.schema)]
         names = [f.name for f in self.schema]

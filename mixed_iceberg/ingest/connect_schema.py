@@ -13,9 +13,11 @@ A batch is read schema by schema, not message by message: a Debezium topic's mes
 the same schema text until the source table changes. The first message's schema is parsed
 once (Python's JSON reader, from where ``"schema":`` starts to where its value ends), then one
 ``starts_with`` kernel finds every message that begins with the same bytes; the rest are
-grouped the same way, one schema at a time. A message that holds a payload and a schema in
-another layout than the converter's (schema not first) is parsed alone: a layout no converter
-writes, so the cost of that path does not matter.
+grouped the same way, one schema at a time. A message that does not start with ``{"schema"``
+but holds both words ``"schema"`` and ``"payload"`` is parsed alone with Python's reader: the
+schema after the payload (a layout no converter writes), or a bare message with both words in
+its values. That path costs a Python parse per such message; Kafka Connect's topics do not take
+it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mixed_iceberg.ingest.decode import Encoding
+from mixed_iceberg.ingest.decode import Encoding, from_debezium
 
 __all__ = ["BatchEncodings", "Images", "batch_encodings", "column_encodings"]
 
@@ -198,6 +200,20 @@ class BatchEncodings:
         if len(present) == 1:
             return [(distinct[int(present[0])], None)]
         return [(distinct[int(c)], np.flatnonzero(codes == c).astype(np.int64)) for c in present]
+
+    def decode(self, values: pa.Array, kind: pa.DataType, image: int, column: int) -> pa.Array:
+        """One column of one image (``values``, as read for ``kind``), each row decoded as its
+        message's schema says."""
+        parts = self.column(image, column)
+        if len(parts) == 1:
+            return from_debezium(values, kind, parts[0][0])
+        # The batch's schemas disagree on this column: decode each one's rows, then put the rows
+        # back in message order.
+        rows = np.concatenate([r for _, r in parts if r is not None])
+        decoded = pa.concat_arrays([from_debezium(values.take(pa.array(r)), kind, e) for e, r in parts if r is not None])
+        order = np.empty(len(rows), np.int64)
+        order[rows] = np.arange(len(rows))
+        return decoded.take(pa.array(order))
 
 
 def _schema_span(text: str) -> tuple[object, int] | str | None:
