@@ -308,6 +308,10 @@ def watch(client: JobClient, probe: TableProbe, rest: FlinkRest | None, options:
         status = job_status(client)
         if status in _TERMINAL:
             if status == "FINISHED" and not options.until_caught_up:
+                # The job's result, as env.execute() waits for it: a bounded job is over only
+                # then (seen on a session cluster: FINISHED here while the cluster still said
+                # RUNNING and the writers' last commits had not landed).
+                client.get_job_execution_result().result()
                 log.info("%s: job finished after %.1f s", job, time.monotonic() - probe.started_at)
                 return 0
             cause = _final_failure(client, rest, job_id, last_failure) if status == "FAILED" else status
