@@ -44,7 +44,7 @@ done
 step "ruff check" "$VENV/bin/ruff" check "${paths[@]}"
 step "ruff format" "$VENV/bin/ruff" format --check "${paths[@]}"
 step "mypy" "$VENV/bin/mypy"
-step "pytest" "$PY" -m pytest -q -p no:cacheprovider "$@"
+step "pytest" "$PY" -m pytest -q -p no:cacheprovider --durations=15 "$@"
 
 if ((${#failed[@]})); then
     echo "test.sh: FAILED: ${failed[*]}" >&2
