@@ -298,6 +298,7 @@ def watch(client: JobClient, probe: TableProbe, rest: FlinkRest | None, options:
     cancels the job.
     """
     job, job_id = probe.config.job_name, str(client.get_job_id())
+    log.info("%s: watching Flink job %s", job, job_id)
     if rest is None:
         log.warning("%s: no REST address for the job's cluster: failures and restarts are not reported here", job)
     reported = probe.state()
@@ -308,9 +309,8 @@ def watch(client: JobClient, probe: TableProbe, rest: FlinkRest | None, options:
         status = job_status(client)
         if status in _TERMINAL:
             if status == "FINISHED" and not options.until_caught_up:
-                # The job's result, as env.execute() waits for it: a bounded job is over only
-                # then (seen on a session cluster: FINISHED here while the cluster still said
-                # RUNNING and the writers' last commits had not landed).
+                # Return only with the job's result, as env.execute() does (it is there already
+                # once the status says FINISHED; the cluster's REST view may lag by a few seconds).
                 client.get_job_execution_result().result()
                 log.info("%s: job finished after %.1f s", job, time.monotonic() - probe.started_at)
                 return 0

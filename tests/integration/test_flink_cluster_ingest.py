@@ -32,10 +32,17 @@ def flink_rest() -> Iterator[str]:
         yield rest
 
 
-def _cluster_job(rest: str, job_id: str) -> dict[str, object]:
-    with urllib.request.urlopen(f"{rest}/jobs/{job_id}", timeout=10) as response:
-        found: dict[str, object] = json.load(response)
-    return found
+def _cluster_job(rest: str, job_id: str, timeout: float = 15.0) -> dict[str, object]:
+    """The cluster's record of the job once it reports a terminal state: its REST handlers serve
+    a cached execution graph (``web.refresh-interval``, 3 s), so right after the client saw the
+    job finish the record may still say RUNNING."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with urllib.request.urlopen(f"{rest}/jobs/{job_id}", timeout=10) as response:
+            found: dict[str, object] = json.load(response)
+        if found.get("state") in ("FINISHED", "FAILED", "CANCELED") or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
 
 
 def _run_on_cluster(setup: IngestSetup, rest: str) -> dict[str, object]:
