@@ -8,14 +8,23 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = [
+    "ACTION_NAMES",
     "ChangeAction",
     "Clock",
     "CommitId",
     "DataFileType",
     "TableFormat",
     "TableStore",
+    "action_codes",
+    "action_names",
 ]
 
 
@@ -56,6 +65,24 @@ _ACTION_BYTE = {
     ChangeAction.UPDATE_AFTER: 2,
     ChangeAction.DELETE: 3,
 }
+
+#: The action strings by Amoro's byte id (``ACTION_NAMES[code]``): the change writer, the reader,
+#: the CDC parser and the LogStore format all take names and codes from here.
+ACTION_NAMES: tuple[str, ...] = tuple(a.value for a in sorted(ChangeAction, key=lambda a: _ACTION_BYTE[a]))
+_NAME_ARRAY = pa.array(ACTION_NAMES, pa.string())
+
+
+def action_codes(names: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.int8]:
+    """Each name's byte id, -1 where ``names`` holds something else (or null). Vectorized."""
+    value_set = _NAME_ARRAY if names.type == pa.string() else _NAME_ARRAY.cast(names.type)
+    index = pc.fill_null(pc.index_in(names, value_set=value_set), -1)
+    return np.asarray(index.to_numpy(zero_copy_only=False), dtype=np.int8)
+
+
+def action_names(codes: npt.NDArray[np.integer[Any]]) -> pa.Array:
+    """The names of byte ids ``codes`` (0..3), as a string array."""
+    taken: pa.Array = pc.take(_NAME_ARRAY, pa.array(np.asarray(codes, np.int32)))
+    return taken
 
 
 class DataFileType(enum.Enum):

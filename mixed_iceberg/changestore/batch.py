@@ -17,13 +17,11 @@ import pyarrow.compute as pc
 
 from mixed_iceberg.exceptions import InvalidChangeActionError, MissingKeyError, SchemaMismatchError
 from mixed_iceberg.schema import conform
+from mixed_iceberg.typedef import ACTION_NAMES, action_codes
 
-__all__ = ["ACTION_CODES", "ACTION_COLUMN", "ChangeRows", "normalize_changes"]
+__all__ = ["ACTION_COLUMN", "ChangeRows", "normalize_changes"]
 
 ACTION_COLUMN = "_change_action"
-#: Amoro's byte ids (ChangeAction.java) by wire string.
-ACTION_CODES = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
-_ACTION_NAMES = list(ACTION_CODES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,18 +45,17 @@ def _action_codes(column: pa.ChunkedArray, table_name: str) -> npt.NDArray[np.in
         column = column.cast(column.type.value_type)
     if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
         raise InvalidChangeActionError(f"{table_name}: column {ACTION_COLUMN!r} must be a string column, found {column.type}")
-    names = pa.array(_ACTION_NAMES, type=column.type)
-    index = pc.index_in(column, value_set=names)
-    if index.null_count:
-        bad_mask = pc.is_null(index)
-        first_row: int = pc.index(bad_mask, True).as_py()
+    codes = action_codes(column)
+    bad = codes < 0
+    if bad.any():
+        bad_mask = pa.array(bad)
+        first_row = int(np.flatnonzero(bad)[0])
         bad_values = pc.unique(pc.filter(column, bad_mask)).to_pylist()[:5]
         raise InvalidChangeActionError(
-            f"{table_name}: {ACTION_COLUMN} expected one of {_ACTION_NAMES}, found {bad_values} "
-            f"in {index.null_count} row(s), first at row {first_row}"
+            f"{table_name}: {ACTION_COLUMN} expected one of {list(ACTION_NAMES)}, found {bad_values} "
+            f"in {int(bad.sum())} row(s), first at row {first_row}"
         )
-    # index_in returns positions in _ACTION_NAMES, which are the action codes.
-    return np.asarray(index.to_numpy(zero_copy_only=False), dtype=np.int8)
+    return codes
 
 
 def normalize_changes(

@@ -41,7 +41,8 @@ import pyarrow.json as pj
 from mixed_iceberg.changestore.batch import ACTION_COLUMN
 from mixed_iceberg.ingest.connect_schema import BatchEncodings, batch_encodings
 from mixed_iceberg.ingest.decode import debezium_json_type, from_debezium
-from mixed_iceberg.logstore.format import ACTION_NAMES, join_lines
+from mixed_iceberg.logstore.format import join_lines
+from mixed_iceberg.typedef import action_codes, action_names
 
 __all__ = ["CdcFormat", "CdcParser", "DeadLetters", "ParsedChanges"]
 
@@ -291,8 +292,7 @@ class CdcParser:
             needs_after = code <= 2
             image_ok = np.where(code == 3, has_before, has_after) & (code >= 0)
         else:
-            code = pc.index_in(op, value_set=pa.array(ACTION_NAMES)).to_numpy(zero_copy_only=False)
-            code = np.where(np.isnan(code.astype(float)), -1, code).astype(np.int64)
+            code = action_codes(op).astype(np.int64)
             needs_after = np.ones(len(code), np.bool_)
             image_ok = has_after & (code >= 0)
         key_ok = np.ones(len(code), np.bool_)
@@ -385,7 +385,7 @@ class CdcParser:
             mask = pa.array(use_after)
             for position, field in enumerate(self.schema):
                 columns[field.name] = pc.if_else(mask, pc.struct_field(after, [position]), pc.struct_field(before, [position]))
-            columns[ACTION_COLUMN] = pc.take(pa.array(ACTION_NAMES), pa.array(actions.astype(np.int32)))
+            columns[ACTION_COLUMN] = action_names(actions)
             source = kept_rows[rows]
             event = pc.fill_null(read.column("ts_ms").combine_chunks(), -1).to_numpy(zero_copy_only=False)[rows]
         else:

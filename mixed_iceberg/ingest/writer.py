@@ -28,10 +28,9 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyiceberg.schema import Schema
 
-from mixed_iceberg.changestore.batch import ACTION_CODES, ACTION_COLUMN
+from mixed_iceberg.changestore.batch import ACTION_COLUMN
 from mixed_iceberg.exceptions import CommitConflictError
 from mixed_iceberg.faults import crash_point
 from mixed_iceberg.format import WriterIdentity
@@ -43,6 +42,7 @@ from mixed_iceberg.logstore.base import LogWriter
 from mixed_iceberg.logstore.format import encode_rows
 from mixed_iceberg.store.commit import last_committed_sequence
 from mixed_iceberg.table import MixedTable
+from mixed_iceberg.typedef import action_codes
 
 __all__ = [
     "SUMMARY_PREFIX",
@@ -228,7 +228,7 @@ class PartitionIngestor:
             mask = parsed.offsets >= log_from
             rows = parsed.changes.filter(pa.array(mask))
             if rows.num_rows:
-                actions = np.asarray(pc.index_in(rows.column(ACTION_COLUMN), value_set=pa.array(list(ACTION_CODES))), np.int8)
+                actions = action_codes(rows.column(ACTION_COLUMN))
                 data = rows.drop_columns([ACTION_COLUMN])
                 messages = encode_rows(data, actions, upstream_id=self._upstream, epic=int(parsed.offsets[-1]) + 1)
                 keys = [data.column(k) for k in self.table.primary_key]

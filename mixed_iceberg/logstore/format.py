@@ -24,12 +24,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-__all__ = ["ACTION_NAMES", "HEADER_SIZE", "MAGIC", "decode_messages", "encode_rows", "header", "join_lines"]
+from mixed_iceberg.typedef import ACTION_NAMES, action_names
+
+__all__ = ["HEADER_SIZE", "MAGIC", "decode_messages", "encode_rows", "header", "join_lines"]
 
 MAGIC = b"net\x01"
 HEADER_SIZE = 18
-#: Action strings by Amoro's byte id.
-ACTION_NAMES = ("+I", "-U", "+U", "-D")
 #: binary_slice without a stop mishandles sliced arrays (pyarrow 20), so slices always get one.
 _NO_STOP = (1 << 31) - 1
 _ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"))
@@ -158,7 +158,7 @@ def decode_messages(values: pa.Array, schema: pa.Schema) -> pa.Table:
     if data.num_rows != len(values):
         raise ValueError(f"LogStore message: expected {len(values)} JSON rows, found {data.num_rows}")
     columns = [data.column(f.name).cast(f.type) for f in schema]
-    actions = pc.take(pa.array(ACTION_NAMES), pa.array(raw[:, 13].astype(np.int32)))
+    actions = action_names(raw[:, 13])
     return pa.Table.from_arrays(
         [*columns, actions, upstream, pa.array(epic)],
         names=[*schema.names, "_change_action", "_upstream_id", "_epic"],
