@@ -45,13 +45,13 @@ from pyiceberg.manifest import (
     ManifestWriterV2,
 )
 from pyiceberg.partitioning import PartitionSpec
-from pyiceberg.table import TableProperties, Transaction
+from pyiceberg.table import Transaction
 from pyiceberg.table.snapshots import CHANGED_PARTITION_COUNT_PROP, Operation, Summary, ancestors_between_ids
 from pyiceberg.table.update import AddSnapshotUpdate
 from pyiceberg.table.update.snapshot import _SnapshotProducer
 from pyiceberg.typedef import EMPTY_DICT, Record
-from pyiceberg.utils.properties import property_as_bool, property_as_int
 
+from mixed_iceberg.options import MANIFEST_MERGE_ENABLED, MANIFEST_MIN_COUNT_TO_MERGE, MANIFEST_TARGET_SIZE
 from mixed_iceberg.store.entries import manifest_entries
 
 __all__ = ["DeleteManifestWriter", "add_snapshot_properties", "spec_id_of", "stage_rewrite"]
@@ -218,20 +218,12 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
         self._to_remove = {f.file_path: f for f in removed}
         self._removed_entries: list[ManifestEntry] = []
         properties = txn.table_metadata.properties
-        # Iceberg's defaults (pyiceberg's merge default is off; Java's is on).
-        self._merge_enabled = property_as_bool(properties, TableProperties.MANIFEST_MERGE_ENABLED, True)
-        self._merge_min_count = (
-            property_as_int(
-                properties, TableProperties.MANIFEST_MIN_MERGE_COUNT, TableProperties.MANIFEST_MIN_MERGE_COUNT_DEFAULT
-            )
-            or TableProperties.MANIFEST_MIN_MERGE_COUNT_DEFAULT
-        )
-        self._merge_target = (
-            property_as_int(
-                properties, TableProperties.MANIFEST_TARGET_SIZE_BYTES, TableProperties.MANIFEST_TARGET_SIZE_BYTES_DEFAULT
-            )
-            or TableProperties.MANIFEST_TARGET_SIZE_BYTES_DEFAULT
-        )
+        # Read through the option registry: Iceberg's defaults (pyiceberg's merge default is off,
+        # Java's is on), and a zero or bad value is the registry's PropertyError, not a default.
+        name = ".".join(txn._table.name())
+        self._merge_enabled = MANIFEST_MERGE_ENABLED.read(properties, name)
+        self._merge_min_count = MANIFEST_MIN_COUNT_TO_MERGE.read(properties, name)
+        self._merge_target = MANIFEST_TARGET_SIZE.read(properties, name)
 
     def _manifests(self) -> list[ManifestFile]:
         # Plan before writing, so a missing file leaves no orphan manifest behind.

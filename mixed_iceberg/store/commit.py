@@ -18,11 +18,11 @@ from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.snapshots import Operation
-from pyiceberg.utils.properties import property_as_bool
 
 from mixed_iceberg._pyiceberg.row_delta import stage_rewrite
 from mixed_iceberg._pyiceberg.transaction import GuardedTransaction, StagedAppend, stage_merge_append
 from mixed_iceberg.exceptions import CommitConflictError, CommitStateUnknownError
+from mixed_iceberg.options import MANIFEST_MERGE_ENABLED
 from mixed_iceberg.typedef import CommitId
 
 __all__ = [
@@ -39,7 +39,6 @@ log = logging.getLogger(__name__)
 
 COMMIT_WRITER = "mixed-iceberg.commit.writer"
 COMMIT_SEQUENCE = "mixed-iceberg.commit.sequence"
-MANIFEST_MERGE_ENABLED = "commit.manifest-merge.enabled"
 
 #: Stage extra metadata updates (for example statistics) on the transaction for a snapshot id.
 Stager = Callable[[Transaction, int], None]
@@ -190,7 +189,7 @@ def commit_files(
     else:
         # Iceberg's default for commit.manifest-merge.enabled is true (pyiceberg's is false):
         # without merging, every append adds a manifest that every later commit lists again.
-        merge = property_as_bool(table.properties, MANIFEST_MERGE_ENABLED, True)
+        merge = MANIFEST_MERGE_ENABLED.read(table.properties, name)
         merging = stage_merge_append(txn, added, properties, merge_enabled=merge)
         snapshot_id = merging.snapshot_id
     if stage is not None:
