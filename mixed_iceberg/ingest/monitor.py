@@ -44,6 +44,7 @@ from mixed_iceberg.ingest.progress import (
     PartitionState,
     ReportLines,
     commit_record,
+    format_report,
     progress,
 )
 from mixed_iceberg.ingest.runtime import load_table
@@ -237,6 +238,18 @@ class FlinkRest:
         return Failure(timestamp_ms=int(entry.get("timestamp") or 0), subtask=subtask, cause=failure_cause(trace))
 
 
+def _await_failure(rest: FlinkRest, job_id: str, *, after: Failure | None, timeout: float = 5.0) -> Failure | None:
+    """The job's newest failure once its exception history holds one newer than ``after``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = rest.latest_failure(job_id)
+        if found is not None and (after is None or found.timestamp_ms > after.timestamp_ms):
+            return found
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.25)
+
+
 class _Result(Protocol):
     def result(self) -> Any: ...
 
@@ -328,6 +341,10 @@ def watch(client: JobClient, probe: TableProbe, rest: FlinkRest | None, options:
                 failure = rest.latest_failure(job_id)
                 seen = failure is not None and (last_failure is None or failure.timestamp_ms > last_failure.timestamp_ms)
                 count = max(restarts + seen, rest.restarts(job_id) or 0)
+                if count > restarts and not seen:
+                    # Flink counts the restart before its exception history has the entry.
+                    failure = _await_failure(rest, job_id, after=last_failure)
+                    seen = failure is not None
                 if count > restarts:
                     last_failure = failure if seen else last_failure
                     cause = last_failure.cause if last_failure else "no exception reported"
@@ -356,6 +373,9 @@ def watch(client: JobClient, probe: TableProbe, rest: FlinkRest | None, options:
                     progress_log.info("%s", line)
                 reported = state
             if options.until_caught_up and probe.caught_up(state):
+                if options.progress_interval and not due:
+                    for line in format_report(progress(reported, state)):  # the final state, once
+                        progress_log.info("%s", line)
                 log.info("caught up after %.1f s; cancelling the job", time.monotonic() - probe.started_at)
                 return 0
         if options.timeout and time.monotonic() - probe.started_at > options.timeout:

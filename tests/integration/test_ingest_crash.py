@@ -32,7 +32,7 @@ from tests.support.services import ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-EVENTS, KEYS, RATE = 120_000, 10_000, 1_000  # two minutes of CDC: every cycle finds new records
+EVENTS, KEYS, RATE = 200_000, 10_000, 1_000  # over three minutes of CDC: every cycle finds new records
 CYCLES = ("random", "after-log-send", "after-table-commit", "random", "after-offsets-sent", "after-kafka-commit")
 #: A job start (JVM, mini-cluster, Python workers) to its first commit takes 10-30 s on 2 busy
 #: cores; one that waits for the broker to time a dead transaction out (120 s) fails this.
@@ -42,14 +42,9 @@ RESTART_BOUND_S = 75.0
 def _committed(setup: IngestSetup) -> int:
     """Progress: the table's next offsets plus the LogStore's positions, over the partitions (a
     run after a kill between the two commits may commit to the LogStore only for a while)."""
-    try:
-        table = setup.table()
-    except Exception:  # the first run has not created the table yet
-        return 0
     job = setup.env["MIXED_ICEBERG_INGEST_JOB"]
-    offsets = committed_offsets(table, job, setup.topic, range(4))
     positions = committed_positions(setup.bootstrap, log_position_group(job), setup.topic, list(range(4)), stable=False)
-    return sum(o or 0 for o in offsets.values()) + sum(p or 0 for p in positions.values())
+    return _table_next(setup) + sum(p or 0 for p in positions.values())
 
 
 def _produced(bootstrap: str, topic: str) -> int:
@@ -57,6 +52,25 @@ def _produced(bootstrap: str, topic: str) -> int:
         return sum(high for _, high in watermarks(bootstrap, topic).values())
     except Exception:  # the producer has not created the topic yet
         return 0
+
+
+def _wait_for_backlog(setup: IngestSetup, producer: subprocess.Popen[bytes], records: int = 2_000) -> None:
+    """Until the topic holds ``records`` more than the table: a run with nothing to read would
+    end at once (caught up) and prove nothing."""
+    deadline = time.monotonic() + 120
+    while _produced(setup.bootstrap, setup.topic) - _table_next(setup) < records:
+        assert producer.poll() is None, "the producer finished before this cycle: raise EVENTS"
+        assert time.monotonic() < deadline, "no backlog within 120 s"
+        time.sleep(0.5)
+
+
+def _table_next(setup: IngestSetup) -> int:
+    try:
+        table = setup.table()
+    except Exception:  # the first run has not created the table yet
+        return 0
+    offsets = committed_offsets(table, setup.env["MIXED_ICEBERG_INGEST_JOB"], setup.topic, range(4))
+    return sum(o or 0 for o in offsets.values())
 
 
 def _wait_for_progress(setup: IngestSetup, job: IngestJob, above: int, timeout: float = 120.0) -> int:
@@ -87,19 +101,22 @@ def test_kill_9_at_random_points_loses_and_duplicates_nothing(kafka_bootstrap: s
             if point != "random":
                 # A run killed at after-log-send:1 would never commit: its restarts die there too.
                 setup.env[CRASH_AT] = f"{point}:{rng.randint(2 if point == 'after-log-send' else 1, 3)}"
+            _wait_for_backlog(setup, producer)
             job = IngestJob(setup, timeout=600)
-            started = time.monotonic()
-            before = _committed(setup)
-            progress = _wait_for_progress(setup, job, before)
-            restart_s = time.monotonic() - started
-            assert progress > before, f"cycle {cycle}: the job ended without committing:\n{job.output()[-4000:]}"
-            if point != "random":
-                # A writer's Python worker killed itself at the crash point; Flink restarts it.
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    job.proc.wait(10)
-            else:
-                time.sleep(rng.uniform(0.0, 2.0))
-            job.kill()
+            try:
+                started = time.monotonic()
+                before = _committed(setup)
+                progress = _wait_for_progress(setup, job, before)
+                restart_s = time.monotonic() - started
+                assert progress > before, f"cycle {cycle}: the job ended without committing:\n{job.output()[-4000:]}"
+                if point != "random":
+                    # A writer's Python worker killed itself at the crash point; Flink restarts it.
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        job.proc.wait(10)
+                else:
+                    time.sleep(rng.uniform(0.0, 2.0))
+            finally:
+                job.kill()
             history.append((cycle, setup.env.pop(CRASH_AT, "random"), round(restart_s, 1), before, _committed(setup)))
     finally:
         assert producer.wait(300) == 0
