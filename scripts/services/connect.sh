@@ -40,11 +40,9 @@ HEAP="${MIXED_ICEBERG_CONNECT_HEAP:-512m}"
 PLUGIN="io.debezium.connector.postgresql.PostgresConnector"
 START_TIMEOUT=120
 
-log() { echo "connect.sh: $*" >&2; }
-die() {
-    log "$*"
-    exit 1
-}
+SERVICE=connect.sh
+# shellcheck source=scripts/services/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 fetch_jars() {
     command -v mvn >/dev/null || die "mvn not found; install Maven (apt-get install maven) to fetch the Kafka Connect jars"
@@ -66,19 +64,7 @@ url() {
 
 # A PID that is alive and is a java process running our worker.
 running_pid() {
-    [[ -f "$PIDFILE" ]] || return 1
-    local pid state
-    pid="$(<"$PIDFILE")"
-    [[ -n "$pid" && -r "/proc/$pid/stat" ]] || return 1
-    state="$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" || return 1
-    [[ "$state" != Z ]] || return 1
-    [[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == */java ]] || return 1
-    grep -q "ConnectDistributed" "/proc/$pid/cmdline" 2>/dev/null || return 1
-    echo "$pid"
-}
-
-port_in_use() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+    recorded_pid "$PIDFILE" java ConnectDistributed
 }
 
 choose_port() {
@@ -232,16 +218,7 @@ stop() {
         rm -f "$PIDFILE" "$STATE/url"
         return 0
     fi
-    kill -TERM "$pid"
-    local i
-    for ((i = 0; i < 150; i++)); do
-        running_pid >/dev/null || break
-        sleep 0.2
-    done
-    if running_pid >/dev/null; then
-        log "pid $pid ignored SIGTERM for 30 s; sending SIGKILL"
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
+    terminate "$pid" 30
     rm -f "$PIDFILE" "$STATE/url"
     log "stopped (pid $pid)"
 }

@@ -39,11 +39,9 @@ TM_MEMORY="${MIXED_ICEBERG_FLINK_TM_MEMORY:-1600m}"
 JM_MEMORY="${MIXED_ICEBERG_FLINK_JM_MEMORY:-1024m}"
 START_TIMEOUT=120
 
-log() { echo "flink.sh: $*" >&2; }
-die() {
-    log "$*"
-    exit 1
-}
+SERVICE=flink.sh
+# shellcheck source=scripts/services/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 flink_home() {
     [[ -x "$PY" ]] || die "no python at $PY; run 'make install' first"
@@ -82,10 +80,6 @@ running_pid() {
     [[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == */java ]] || return 1
     tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$CONF" || return 1
     echo "$pid"
-}
-
-port_in_use() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
 choose_ports() {

@@ -36,11 +36,9 @@ LOGICAL_MARKER="# mixed-iceberg: logical decoding (Debezium)"
 # PostgreSQL refuses to run as root; as root the cluster belongs to this OS user.
 OS_USER=postgres
 
-log() { echo "postgres.sh: $*" >&2; }
-die() {
-    log "$*"
-    exit 1
-}
+SERVICE=postgres.sh
+# shellcheck source=scripts/services/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 find_bindir() {
     if [[ -n "${MIXED_ICEBERG_PG_BINDIR:-}" ]]; then
@@ -158,10 +156,6 @@ current_port() {
 
 url() {
     echo "postgresql+psycopg2://$SUPERUSER@127.0.0.1:$(current_port)/$DATABASE"
-}
-
-port_in_use() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
 pick_free_port() {

@@ -44,11 +44,9 @@ START_TIMEOUT=60
 PORT_VARS=(MIXED_ICEBERG_S3_PORT MIXED_ICEBERG_ICEBERG_REST_PORT MIXED_ICEBERG_WEED_MASTER_PORT
     MIXED_ICEBERG_WEED_VOLUME_PORT MIXED_ICEBERG_WEED_FILER_PORT MIXED_ICEBERG_WEED_ADMIN_PORT)
 
-log() { echo "seaweedfs.sh: $*" >&2; }
-die() {
-    log "$*"
-    exit 1
-}
+SERVICE=seaweedfs.sh
+# shellcheck source=scripts/services/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 find_weed() {
     if [[ -n "${MIXED_ICEBERG_WEED:-}" ]]; then
@@ -80,18 +78,7 @@ endpoint() {
 
 # A PID that is alive and is weed (a zombie or a recycled PID counts as not running).
 running_pid() {
-    [[ -f "$PIDFILE" ]] || return 1
-    local pid state
-    pid="$(<"$PIDFILE")"
-    [[ -n "$pid" && -r "/proc/$pid/stat" ]] || return 1
-    state="$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" || return 1
-    [[ "$state" != Z ]] || return 1
-    [[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == */weed ]] || return 1
-    echo "$pid"
-}
-
-port_in_use() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+    recorded_pid "$PIDFILE" weed
 }
 
 # Every port weed mini would bind, gRPC ports included (HTTP port + 10000).
@@ -224,16 +211,7 @@ stop() {
         rm -f "$PIDFILE" "$STATE/endpoint"
         return 0
     fi
-    kill -TERM "$pid"
-    local i
-    for ((i = 0; i < 100; i++)); do
-        running_pid >/dev/null || break
-        sleep 0.2
-    done
-    if running_pid >/dev/null; then
-        log "pid $pid ignored SIGTERM for 20 s; sending SIGKILL"
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
+    terminate "$pid" 20
     # weed does not always remove its gRPC sockets (/tmp/seaweedfs-<component>-grpc-<port>.sock).
     local port
     for port in $(cat "$STATE/ports" 2>/dev/null); do
