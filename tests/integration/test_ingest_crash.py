@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from mixed_iceberg.faults import CRASH_AT
-from mixed_iceberg.ingest.writer import committed_offsets, log_position_group
+from mixed_iceberg.ingest.writer import log_position_group
 from mixed_iceberg.logstore.kafka import committed_positions, watermarks
 from tests.integration.test_ingest_pipeline import assert_logstore_exactly_once, assert_table_matches
 from tests.support.ingest import IngestJob, IngestSetup
@@ -44,7 +44,7 @@ def _committed(setup: IngestSetup) -> int:
     run after a kill between the two commits may commit to the LogStore only for a while)."""
     job = setup.env["MIXED_ICEBERG_INGEST_JOB"]
     positions = committed_positions(setup.bootstrap, log_position_group(job), setup.topic, list(range(4)), stable=False)
-    return _table_next(setup) + sum(p or 0 for p in positions.values())
+    return setup.table_next() + sum(p or 0 for p in positions.values())
 
 
 def _produced(bootstrap: str, topic: str) -> int:
@@ -58,19 +58,10 @@ def _wait_for_backlog(setup: IngestSetup, producer: subprocess.Popen[bytes], rec
     """Until the topic holds ``records`` more than the table: a run with nothing to read would
     end at once (caught up) and prove nothing."""
     deadline = time.monotonic() + 120
-    while _produced(setup.bootstrap, setup.topic) - _table_next(setup) < records:
+    while _produced(setup.bootstrap, setup.topic) - setup.table_next() < records:
         assert producer.poll() is None, "the producer finished before this cycle: raise EVENTS"
         assert time.monotonic() < deadline, "no backlog within 120 s"
         time.sleep(0.5)
-
-
-def _table_next(setup: IngestSetup) -> int:
-    try:
-        table = setup.table()
-    except Exception:  # the first run has not created the table yet
-        return 0
-    offsets = committed_offsets(table, setup.env["MIXED_ICEBERG_INGEST_JOB"], setup.topic, range(4))
-    return sum(o or 0 for o in offsets.values())
 
 
 def _wait_for_progress(setup: IngestSetup, job: IngestJob, above: int, timeout: float = 120.0) -> int:

@@ -25,7 +25,6 @@ from pathlib import Path
 import pytest
 
 from mixed_iceberg.faults import CRASH_AT, CRASH_POINTS
-from mixed_iceberg.ingest.writer import committed_offsets
 from tests.integration.test_ingest_pipeline import assert_logstore_exactly_once, assert_table_matches
 from tests.support.ingest import IngestSetup, produce
 from tests.support.services import ROOT
@@ -35,15 +34,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 KILLS_PER_POINT = 4
 #: The broker's transaction timeout is 120 s (``KafkaLogWriter``); a restart that waits for it fails this.
 RESTART_BOUND_S = 20.0
-
-
-def _committed(setup: IngestSetup) -> int:
-    try:
-        table = setup.table()
-    except Exception:  # the first run has not created the table yet
-        return 0
-    offsets = committed_offsets(table, setup.env["MIXED_ICEBERG_INGEST_JOB"], setup.topic, range(4))
-    return sum(o or 0 for o in offsets.values())
 
 
 def _first_commit_s(output: str) -> float | None:

@@ -25,11 +25,13 @@ import pyarrow as pa
 from confluent_kafka import Producer
 
 from mixed_iceberg import MixedTable
+from mixed_iceberg.exceptions import NoSuchTableError
 from mixed_iceberg.ingest.cdc import CdcFormat, CdcParser
 from mixed_iceberg.ingest.config import load_ingest_config
 from mixed_iceberg.ingest.dead_letter import DeadLetterContext
 from mixed_iceberg.ingest.job import caught_up
 from mixed_iceberg.ingest.runtime import load_table
+from mixed_iceberg.ingest.writer import committed_offsets
 from mixed_iceberg.logstore.base import Headers, LogStoreConsumer
 from mixed_iceberg.logstore.kafka import KafkaLogReader
 from tests.support.services import ROOT
@@ -94,6 +96,16 @@ class IngestSetup:
     def table(self) -> MixedTable:
         with self.environment():
             return load_table(load_ingest_config(ROOT / "conf" / "ingest.yaml"))
+
+    def table_next(self, partitions: int = 4) -> int:
+        """The next source offsets the table holds, summed over the partitions (0 before the
+        job created the table)."""
+        try:
+            table = self.table()
+        except NoSuchTableError:
+            return 0
+        offsets = committed_offsets(table, self.env["MIXED_ICEBERG_INGEST_JOB"], self.topic, range(partitions))
+        return sum(o or 0 for o in offsets.values())
 
     def wait_caught_up(self, timeout: float) -> None:
         """Wait until the table and LogStore hold the whole topic (the job's own check)."""
