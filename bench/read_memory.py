@@ -8,7 +8,7 @@ mode, each reporting its peak resident set (``VmHWM``) and its RSS right before 
 The streaming child only counts rows and the sum of ``qty`` batch by batch (what a consumer
 that does not keep the rows would do); both children check those against each other.
 
-    .venv/bin/python bench/read_memory.py [--rows 2000000] [--buckets 16] [--out bench/history/x.json]
+    .venv/bin/python bench/read_memory.py [--rows 2000000] [--buckets 16] [--out bench/results/x.json]
 """
 
 from __future__ import annotations
