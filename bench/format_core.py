@@ -2,8 +2,8 @@
 
 Run it with::
 
-    .venv/bin/python bench/format_core.py            # 1M base rows, 5 x 100k and 20 x 5k upserts
-    .venv/bin/python bench/format_core.py --quick    # 100k base rows, 2 x 10k and 5 x 1k upserts
+    .venv/bin/python -m bench.format_core            # 1M base rows, 5 x 100k and 20 x 5k upserts
+    .venv/bin/python -m bench.format_core --quick    # 100k base rows, 2 x 10k and 5 x 1k upserts
 
 Three phases run against one keyed Mixed-Iceberg table (SQLite catalog, local warehouse in a
 temporary folder): (1) a bulk load into the BaseStore, (2) a few large upsert commits, (3) many
@@ -20,24 +20,21 @@ table's, zstd by default), and a read that loads every file and keeps the latest
 systems take turns going first on each commit, so load from elsewhere hits both alike.
 
 Each read is timed ``--read-repeats`` times: the first (checked) read, with whatever is not yet
-cached, and the best one. Figures are printed as a Markdown table and written as JSON to
-``bench/results/format_core.json`` (``format_core.quick.json`` for ``--quick``, so a smoke run
-keeps the last full figures). Timings are wall-clock (``time.perf_counter``); nothing is
-asserted on them.
+cached, and the best one. The harness prints the figures as a Markdown table (the naive
+reference as the baseline) and writes the run to ``bench/results/format_core-<date>-<commit>.json``
+(``--output`` elsewhere), with every commit's and read's seconds in its detail. Timings are
+wall-clock (``time.perf_counter``); nothing is asserted on them.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import shutil
 import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -49,9 +46,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from bench.harness import Figure, Run, capture_environment, publish, timed
+
 ACTION = "_change_action"
 SEQ = "__seq"
-RESULTS = Path(__file__).resolve().parent / "results" / "format_core.json"
 TABLE = "bench.orders"
 WRITER = "bench"
 SCHEMA = pa.schema(
@@ -215,12 +213,6 @@ class PhaseFigures:
         }
 
 
-def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
-    start = time.perf_counter()
-    result = fn()
-    return result, time.perf_counter() - start
-
-
 class MixedSystem:
     """The system under test: a keyed Mixed-Iceberg table."""
 
@@ -316,8 +308,8 @@ def run_phase(
         rows = make_rows(rng, np.arange(phase.upserts, dtype=np.int64), 0)
         oracle = Oracle(rows, phase.upserts)
         for system in systems:
-            _, seconds = timed(partial(system.bulk_load, rows))
-            figures[system.name].commit_s.append(seconds)
+            _, timing = timed(partial(system.bulk_load, rows))
+            figures[system.name].commit_s.append(timing.wall_s)
             figures[system.name].rows_written += rows.num_rows
     else:
         assert oracle is not None
@@ -325,86 +317,36 @@ def run_phase(
             sequence = next(seq)
             batch = oracle.upsert_batch(rng, phase.upserts, sequence)
             for system in turns(systems, index):
-                _, seconds = timed(partial(system.commit, sequence, batch))
-                figures[system.name].commit_s.append(seconds)
+                _, timing = timed(partial(system.commit, sequence, batch))
+                figures[system.name].commit_s.append(timing.wall_s)
                 figures[system.name].rows_written += batch.num_rows
     for repeat in range(read_repeats):
         for system in turns(systems, repeat):
-            result, seconds = timed(system.read)
+            result, timing = timed(system.read)
             if repeat == 0:
                 check(f"{system.name} after phase {phase.name!r}", result, oracle)
                 figures[system.name].rows_read = result.num_rows
-            figures[system.name].read_s.append(seconds)
+            figures[system.name].read_s.append(timing.wall_s)
             del result
     for system in systems:
         figures[system.name].files = system.live_files()
     return oracle, figures
 
 
-def ratio(a: float | None, b: float | None) -> float | None:
-    return a / b if a is not None and b else None
-
-
-def markdown(report: dict[str, Any]) -> str:
-    def num(value: float | None, digits: int = 1) -> str:
-        if value is None:
-            return "-"
-        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.{digits}f}"
-
-    def rat(value: float | None) -> str:
-        return "-" if value is None else f"{value:.2f}x"
-
-    cfg = report["config"]
-    lines = [
-        f"Format core, base rows {cfg['rows']:,}, seed {cfg['seed']}{' (quick)' if cfg['quick'] else ''}; "
-        f"mixed = Mixed-Iceberg table, naive = one plain Parquet file per commit ({cfg['naive_codec']}) + dedup at read. "
-        f"Load average {report['environment']['loadavg_start']} at start, {report['environment'].get('loadavg_end', '-')} at end "
-        f"({report['environment']['cpus']} CPUs).",
-        "",
-        "| Phase | Metric | mixed | naive | mixed/naive |",
-        "|---|---|--:|--:|--:|",
+def phase_figures(name: str, mixed: PhaseFigures, naive: PhaseFigures) -> list[Figure]:
+    """One phase's figures: the Mixed-Iceberg table's, beside the naive reference's."""
+    m, n = mixed.summary(), naive.summary()
+    base, change = m["live_files"].get("base", 0), m["live_files"].get("change", 0)
+    return [
+        Figure(f"{name}: write", m["write_rows_per_s"], "rows/s", n["write_rows_per_s"]),
+        Figure(f"{name}: commit, median", m["commit_ms_median"], "ms", n["commit_ms_median"]),
+        Figure(f"{name}: commit, p95", m["commit_ms_p95"], "ms", n["commit_ms_p95"]),
+        Figure(f"{name}: merged read, first", m["read_s"], "s", n["read_s"]),
+        Figure(f"{name}: merged read, best of {len(m['read_s_all'])}", m["read_s_best"], "s", n["read_s_best"]),
+        Figure(f"{name}: rows read", m["rows_read"], "rows", n["rows_read"]),
+        Figure(f"{name}: live files (BaseStore + ChangeStore)", base + change, "files", n["live_files"]["parquet"]),
+        Figure(f"{name}: live ChangeStore files", change, "files"),
     ]
-    for phase in report["phases"]:
-        m, n = phase["mixed"], phase["naive"]
-        label = f"{phase['name']} ({phase['commits'] or 1} x {phase['rows_per_commit']:,} rows)"
-        files_mixed = f"{m['live_files'].get('base', 0)} base + {m['live_files'].get('change', 0)} change"
-        rows = [
-            (
-                "write rows/s",
-                num(m["write_rows_per_s"]),
-                num(n["write_rows_per_s"]),
-                rat(ratio(m["write_rows_per_s"], n["write_rows_per_s"])),
-            ),
-            (
-                "commit ms, median",
-                num(m["commit_ms_median"]),
-                num(n["commit_ms_median"]),
-                rat(ratio(m["commit_ms_median"], n["commit_ms_median"])),
-            ),
-            (
-                "commit ms, p95",
-                num(m["commit_ms_p95"]),
-                num(n["commit_ms_p95"]),
-                rat(ratio(m["commit_ms_p95"], n["commit_ms_p95"])),
-            ),
-            ("merged read s, first", num(m["read_s"], 2), num(n["read_s"], 2), rat(ratio(m["read_s"], n["read_s"]))),
-            (
-                f"merged read s, best of {len(m['read_s_all'])}",
-                num(m["read_s_best"], 2),
-                num(n["read_s_best"], 2),
-                rat(ratio(m["read_s_best"], n["read_s_best"])),
-            ),
-            ("rows read", f"{m['rows_read']:,}", f"{n['rows_read']:,}", ""),
-            ("live files", files_mixed, str(n["live_files"]["parquet"]), ""),
-        ]
-        for i, (metric, a, b, r) in enumerate(rows):
-            lines.append(f"| {label if i == 0 else ''} | {metric} | {a} | {b} | {r} |")
-    lines += [
-        "",
-        "rows/s counts change rows (an update is two rows, -U and +U) over the summed commit seconds; "
-        "mixed/naive above 1 is faster for rows/s, slower for times.",
-    ]
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -413,10 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smoke run: 100k base rows, 2 x 10k and 5 x 1k upserts")
     parser.add_argument("--seed", type=int, default=20240601, help="numpy seed (default %(default)s)")
     parser.add_argument(
-        "--output",
-        type=Path,
-        default=None,
-        help="JSON results file (default bench/results/format_core.json, format_core.quick.json with --quick)",
+        "--output", type=Path, default=None, help="JSON results file (default bench/results/format_core-<date>-<commit>.json)"
     )
     parser.add_argument(
         "--read-repeats", type=int, default=3, help="merged reads per phase; the first is checked (default %(default)s)"
@@ -427,37 +366,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary warehouse and Parquet folder")
     args = parser.parse_args(argv)
     rows = args.rows or (100_000 if args.quick else 1_000_000)
-    # A smoke run must not overwrite the figures of the last full run.
-    output: Path = args.output or (RESULTS.with_suffix(".quick.json") if args.quick else RESULTS)
     phases = phases_for(rows, args.quick)
 
+    environment = capture_environment()
     workdir = Path(tempfile.mkdtemp(prefix="mixed-iceberg-bench-"))
     rng = np.random.default_rng(args.seed)
     seq = iter(range(1, 1_000_000))
-    report: dict[str, Any] = {
-        "benchmark": "format_core",
-        "config": {
-            "rows": rows,
-            "quick": args.quick,
-            "seed": args.seed,
-            "read_repeats": args.read_repeats,
-            "naive_codec": args.naive_codec,
-            "phases": [asdict(p) for p in phases],
-        },
-        "environment": {
-            "python": platform.python_version(),
-            "pyarrow": pa.__version__,
-            "numpy": np.__version__,
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "loadavg_start": [round(x, 2) for x in os.getloadavg()],
-        },
-        "phases": [],
+    config = {
+        "rows": rows,
+        "quick": args.quick,
+        "seed": args.seed,
+        "read_repeats": args.read_repeats,
+        "naive_codec": args.naive_codec,
+        "phases": [asdict(p) for p in phases],
     }
+    figures: list[Figure] = []
+    notes: list[str] = []
+    details: list[dict[str, Any]] = []
     try:
-        import pyiceberg
-
-        report["environment"]["pyiceberg"] = pyiceberg.__version__
         systems: list[System] = [MixedSystem(workdir / "warehouse"), NaiveSystem(workdir / "naive", args.naive_codec)]
         oracle: Oracle | None = None
         for phase in phases:
@@ -466,25 +392,24 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-            started = time.perf_counter()
-            oracle, figures = run_phase(phase, systems, oracle, rng, seq, max(1, args.read_repeats))
-            entry: dict[str, Any] = {
-                "name": phase.name,
-                "commits": phase.commits,
-                "upserts_per_commit": phase.upserts if phase.commits else None,
-                "rows_per_commit": figures["mixed"].rows_written // max(1, phase.commits),
-                "expected_rows": oracle.state.num_rows,
-                "phase_wall_s": time.perf_counter() - started,
-            }
-            for name, fig in figures.items():
-                entry[name] = fig.summary()
-            entry["ratio_mixed_over_naive"] = {
-                key: ratio(entry["mixed"][key], entry["naive"][key])
-                for key in ("write_rows_per_s", "commit_ms_median", "commit_ms_p95", "read_s", "read_s_best")
-            }
-            report["phases"].append(entry)
+            (oracle, by_system), timing = timed(partial(run_phase, phase, systems, oracle, rng, seq, max(1, args.read_repeats)))
+            rows_per_commit = by_system["mixed"].rows_written // max(1, phase.commits)
+            figures += phase_figures(phase.name, by_system["mixed"], by_system["naive"])
+            notes.append(f"{phase.name}: {phase.commits or 1} commit(s) x {rows_per_commit:,} rows")
+            details.append(
+                {
+                    "name": phase.name,
+                    "commits": phase.commits,
+                    "upserts_per_commit": phase.upserts if phase.commits else None,
+                    "rows_per_commit": rows_per_commit,
+                    "expected_rows": oracle.state.num_rows,
+                    "phase_wall_s": timing.wall_s,
+                    **{name: fig.summary() for name, fig in by_system.items()},
+                }
+            )
             print(
-                f"  ok: {oracle.state.num_rows:,} rows; mixed read {entry['mixed']['read_s']:.2f}s, naive read {entry['naive']['read_s']:.2f}s",
+                f"  ok: {oracle.state.num_rows:,} rows; mixed read {by_system['mixed'].read_s[0]:.2f}s, "
+                f"naive read {by_system['naive'].read_s[0]:.2f}s",
                 file=sys.stderr,
                 flush=True,
             )
@@ -493,13 +418,21 @@ def main(argv: list[str] | None = None) -> int:
             print(f"kept {workdir}", file=sys.stderr)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
-    report["environment"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    table = markdown(report)
-    report["markdown"] = table
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(report, indent=2) + "\n")
-    print(table)
-    print(f"\nJSON: {output}", file=sys.stderr)
+    notes.append(
+        "rows/s counts change rows (an update is two rows, -U and +U) over the summed commit seconds; "
+        "value / baseline above 1 is faster for rows/s, slower for times"
+    )
+    run = Run(
+        "format_core",
+        environment.finished(),
+        figures,
+        baseline=f"naive: one plain Parquet file per commit ({args.naive_codec}) + the latest row per key at read; "
+        "value: the Mixed-Iceberg table",
+        config=config,
+        notes=notes,
+        detail={"phases": details},
+    )
+    publish(run, args.output)
     return 0
 
 

@@ -2,8 +2,8 @@
 
 Run it with::
 
-    .venv/bin/python bench/optimizing_soak.py            # 1M base rows, 200 commits of 5k upserts
-    .venv/bin/python bench/optimizing_soak.py --quick    # 100k base rows, 40 commits of 1k upserts
+    .venv/bin/python -m bench.optimizing_soak            # 1M base rows, 200 commits of 5k upserts
+    .venv/bin/python -m bench.optimizing_soak --quick    # 100k base rows, 40 commits of 1k upserts
 
 Several keyed Mixed-Iceberg tables (SQLite catalog, local warehouse in a temporary folder) get
 the same bulk load and then the same upsert commits, in the same process. After every commit
@@ -31,24 +31,23 @@ merged-read seconds, what the optimizer did (runs by type, rows/s, rows per CPU 
 amplification (optimizer bytes written / ChangeStore bytes written) and cumulative optimizer
 time. The tables take turns going first on each commit, so load from elsewhere hits all alike.
 
-Figures are printed as Markdown and written as JSON to ``bench/results/optimizing_soak.json``
-(``optimizing_soak.quick.json`` for ``--quick``). Timings are wall-clock (``time.perf_counter``)
-and CPU time of the whole process (``time.process_time``, all threads); nothing is asserted on
-them. Targets from the self-optimizing issue are printed next to the figures.
+The harness prints the end state of each setting beside ``off`` (the baseline) as a Markdown
+table, with the self-optimizing issue's targets as notes, and writes the run to
+``bench/results/optimizing_soak-<date>-<commit>.json`` (``--output`` elsewhere); every phase's
+figures, every ``run()`` and every commit are in its detail. Timings are wall-clock
+(``time.perf_counter``) and CPU time of the whole process (``time.process_time``, all threads);
+nothing is asserted on them.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import shutil
 import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -57,15 +56,16 @@ import numpy as np
 import pyarrow as pa
 
 # The data generator and the oracle are format_core's, so both benchmarks load the same rows.
-from format_core import SCHEMA, Oracle, OracleMismatchError, check, make_rows
-from soak_catch_up import catch_up
+from bench.format_core import SCHEMA, Oracle, OracleMismatchError, check, make_rows
+from bench.harness import Clock, Figure, Run, capture_environment, format_number, publish
+from bench.soak_catch_up import catch_up
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
     from mixed_iceberg.table import MixedTable
 
-RESULTS = Path(__file__).resolve().parent / "results" / "optimizing_soak.json"
+BASELINE = "off"  # the setting every other one is set beside
 WRITER = "bench"
 MB = 1024 * 1024
 TARGET_SIZE = "self-optimizing.target-size"
@@ -159,7 +159,7 @@ def settings_for(names: list[str], target_size: int) -> list[Setting]:
 
 
 @dataclass(slots=True)
-class Run:
+class OptimizerRun:
     """One ``table.optimizing.run()`` call."""
 
     commit: int
@@ -202,7 +202,7 @@ class SoakTable:
 
     setting: Setting
     table: MixedTable
-    runs: list[Run] = field(default_factory=list)
+    runs: list[OptimizerRun] = field(default_factory=list)
     commit_s: list[float] = field(default_factory=list)
     change_bytes: list[int] = field(default_factory=list)
     states: list[TableState] = field(default_factory=list)
@@ -218,10 +218,10 @@ class SoakTable:
         return self.table.change_store
 
     def commit(self, sequence: int, batch: pa.Table) -> None:
-        started = time.perf_counter()
+        clock = Clock.start()
         with self.table.new_transaction((WRITER, sequence)) as txn:
             txn.write(batch)
-        self.commit_s.append(time.perf_counter() - started)
+        self.commit_s.append(clock.elapsed().wall_s)
         outcome = txn.outcome
         if outcome is None or outcome.skipped:
             raise OracleMismatchError(f"{self.name}: commit {sequence} did not land (outcome {outcome})")
@@ -233,16 +233,11 @@ class SoakTable:
         # What ingestion wrote: the denominator of write amplification.
         self.change_bytes.append(int(snapshot.summary["added-files-size"] or 0))
 
-    def optimize(self, commit: int) -> Run:
-        wall, cpu = time.perf_counter(), time.process_time()
+    def optimize(self, commit: int) -> OptimizerRun:
+        clock = Clock.start()
         result = self.table.optimizing.run()
-        run = Run(
-            commit,
-            result.type.value if result.type else None,
-            time.perf_counter() - wall,
-            time.process_time() - cpu,
-            result.duration_s,
-        )
+        took = clock.elapsed()
+        run = OptimizerRun(commit, result.type.value if result.type else None, took.wall_s, took.cpu_s, result.duration_s)
         if result.committed:
             for key in ("files_in", "files_out", "delete_files_out", "bytes_in", "bytes_out", "rows_in", "rows_out"):
                 setattr(run, key, getattr(result, key))
@@ -254,10 +249,11 @@ class SoakTable:
 
         reads, cpus = [], []
         for repeat in range(read_repeats):
-            started, cpu = time.perf_counter(), time.process_time()
+            clock = Clock.start()
             result = self.table.scan().to_arrow()
-            reads.append(time.perf_counter() - started)
-            cpus.append(time.process_time() - cpu)
+            took = clock.elapsed()
+            reads.append(took.wall_s)
+            cpus.append(took.cpu_s)
             if repeat == 0:
                 check(f"{self.name} after {commits} commits", result, oracle)
             del result
@@ -285,7 +281,7 @@ class SoakTable:
 # --------------------------------------------------------------------------- figures
 
 
-def optimizer_figures(runs: list[Run], change_bytes: int) -> dict[str, Any]:
+def optimizer_figures(runs: list[OptimizerRun], change_bytes: int) -> dict[str, Any]:
     """Sums over ``runs`` (idle evaluations included in the wall time, not in the rates)."""
     done = [r for r in runs if r.type is not None]
     by_type: dict[str, dict[str, float | None]] = {}
@@ -383,134 +379,106 @@ def targets(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-# --------------------------------------------------------------------------- Markdown
+# --------------------------------------------------------------------------- the report
 
 
-def _num(value: float | None, digits: int = 1) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.{digits}f}"
+def _yes(ok: bool | None) -> str:
+    return "-" if ok is None else ("yes" if ok else "NO")
 
 
-def _mb(value: float) -> str:
-    return f"{value / MB:,.1f}"
+def setting_figures(report: dict[str, Any]) -> list[Figure]:
+    """Each setting's state at the end (and its read right after the bulk load), beside ``off``'s.
 
+    Metric first, then setting, so the rows to compare are next to each other.
+    """
+    names: list[str] = report["config"]["settings"]
+    baseline = BASELINE if BASELINE in names else None
+    first, last = report["phases"][0], report["phases"][-1]
+    end = f"after {last['commits']} commits"
 
-def _ok(value: bool | None) -> str:
-    return "-" if value is None else ("yes" if value else "**no**")
+    def cumulative(key: str) -> Callable[[str], float | None]:
+        return lambda n: last[n]["cumulative"][key]
 
+    def runs_of(kind: str) -> Callable[[str], float | None]:
+        return lambda n: last[n]["cumulative"]["by_type"][kind]["runs"]
 
-def _judged(value: float | None, ok: bool | None, unit: str = "") -> str:
-    return "-" if value is None else f"{_num(value)}{unit} {_ok(ok)}"
-
-
-def markdown(report: dict[str, Any]) -> str:
-    cfg, env = report["config"], report["environment"]
-    names: list[str] = cfg["settings"]
-    phases = report["phases"]
-    head = "| commits | " + " | ".join(names) + " |"
-    rule = "|--:|" + "--:|" * len(names)
-
-    def table(title: str, cell: Any, note: str = "") -> list[str]:
-        lines = ["", f"**{title}**" + (f" ({note})" if note else ""), "", head, rule]
-        for phase in phases:
-            lines.append(f"| {phase['commits']} | " + " | ".join(cell(phase, phase[n]) for n in names) + " |")
-        return lines
-
-    def files(_: Any, f: dict[str, Any]) -> str:
-        x = f["files"]
-        return f"{x['base_data']} + {x['change_unmerged']} / {x['delete_files']}"
-
-    def reads(_: Any, f: dict[str, Any]) -> str:
-        return f"{f['read_s']:.2f} / {f['read_s_best']:.2f} ({f['read_cpu_s_best']:.2f})"
-
-    def work(_: Any, f: dict[str, Any]) -> str:
-        p = f["phase"]
-        if not p["runs"]:
-            return f"- ({_num(p['idle_wall_s'], 2)} s evaluating)"
-        runs = " + ".join(f"{p['by_type'][k]['runs']} {k}" for k in ("minor", "major", "full") if p["by_type"][k]["runs"])
-        return f"{runs}: {_num(p['rows_in'] / 1e6, 2)} M rows, {_num(p['rows_per_s'])} /s, {_num(p['rows_per_cpu_s'])} /cpu-s"
-
-    def amp(_: Any, f: dict[str, Any]) -> str:
-        p, c = f["phase"], f["cumulative"]
-        if not c["runs"]:
-            return "-"
-        return f"{_num(p['write_amplification'])}x / {_num(c['write_amplification'])}x ({_mb(c['bytes_out'])} MB)"
-
-    def cumulative_time(_: Any, f: dict[str, Any]) -> str:
-        c = f["cumulative"]
-        return f"{_num(c['wall_s'], 1)} s ({_num(c['cpu_s'], 1)} cpu-s)"
-
-    def commits(_: Any, f: dict[str, Any]) -> str:
-        return _num(f["commit_ms_median"])
-
-    lines = [
-        f"Self-optimizing soak, {cfg['rows']:,} base rows then {cfg['commits']} commits x {cfg['upserts']:,} upserts "
-        f"(half -U/+U updates, half +I inserts), table.optimizing.run() after every commit; seed {cfg['seed']}"
-        f"{' (quick)' if cfg['quick'] else ''}. Load average {env['loadavg_start']} at start, {env.get('loadavg_end', '-')} "
-        f"at end ({env['cpus']} CPUs); base files after the bulk load: {report['bulk_load']['base_files']} x "
-        f"{_mb(report['bulk_load']['mean_file_bytes'])} MB.",
-        "",
-        "Settings:",
-        "",
+    metrics: list[tuple[str, str, Callable[[str], float | None]]] = [
+        ("merged read after the bulk load, best", "s", lambda n: first[n]["read_s_best"]),
+        (f"merged read {end}, first", "s", lambda n: last[n]["read_s"]),
+        (f"merged read {end}, best", "s", lambda n: last[n]["read_s_best"]),
+        (f"merged read {end}, least CPU", "s", lambda n: last[n]["read_cpu_s_best"]),
+        ("read per M rows after the bulk load, best", "s", lambda n: report["targets"][n]["read_s_per_m_rows_start"]),
+        (f"read per M rows {end}, best", "s", lambda n: report["targets"][n]["read_s_per_m_rows_end"]),
+        (f"BaseStore data files {end}", "files", lambda n: last[n]["files"]["base_data"]),
+        (f"unmerged ChangeStore files {end}", "files", lambda n: last[n]["files"]["change_unmerged"]),
+        (f"delete files {end}", "files", lambda n: last[n]["files"]["delete_files"]),
+        ("minor runs", "runs", runs_of("minor")),
+        ("major runs", "runs", runs_of("major")),
+        ("full runs", "runs", runs_of("full")),
+        ("optimizer rows in", "rows", cumulative("rows_in")),
+        ("optimizer rows/s over the runs' durations", "rows/s", cumulative("rows_per_s")),
+        ("optimizer rows per CPU second", "rows/cpu-s", cumulative("rows_per_cpu_s")),
+        ("minor rows per CPU second", "rows/cpu-s", lambda n: last[n]["cumulative"]["by_type"]["minor"]["rows_per_cpu_s"]),
+        ("write amplification (optimizer bytes / ChangeStore bytes)", "x", cumulative("write_amplification")),
+        ("optimizer bytes written", "MB", lambda n: last[n]["cumulative"]["bytes_out"] / MB),
+        ("optimizer time, every run() call", "s", cumulative("wall_s")),
+        ("optimizer CPU, every run() call", "cpu-s", cumulative("cpu_s")),
+        ("ingest commit, median", "ms", lambda n: 1000 * statistics.median(report["commit_s"][n])),
     ]
-    lines += [f"- **{s['name']}** `{dict(s['properties']) or '{}'}`: {s['why']}" for s in cfg["setting_details"]]
-    lines += table(
-        "Live files", files, "base data + unmerged change / delete files (base position deletes + unmerged change deletes)"
-    )
-    lines += table(
-        "Merged read s",
-        reads,
-        f"first (checked against the oracle) / best of {cfg['read_repeats']} (least CPU seconds of a read)",
-    )
-    lines += table("Optimizer work in the phase", work, "runs by type: rows in, rows/s wall, rows per CPU second")
-    lines += table(
-        "Write amplification",
-        amp,
-        "optimizer bytes written / ChangeStore bytes written: this phase / since the bulk load (MB written)",
-    )
-    lines += table("Cumulative optimizer time", cumulative_time, "every run() call, idle evaluations included")
-    lines += table("Ingest commit ms, median", commits)
-    t = report["targets"]
-    lines += [
-        "",
-        "**Targets** (issue 3; read judged on the best read, rows per core as rows_in per CPU second of the whole process)",
-        "",
-        "| target | " + " | ".join(names) + " |",
-        "|---|" + "--:|" * len(names),
-        f"| merged read <= {TARGET_READ_S} s after {cfg['commits']} commits | "
-        + " | ".join(f"{t[n]['read_s_best_end']:.2f} s {_ok(t[n]['read_ok'])}" for n in names)
-        + " |",
-        f"| merged read flat (s per M rows, after bulk load -> end, within {FLAT_TOLERANCE:g}x) | "
-        + " | ".join(
-            f"{_num(t[n]['read_s_per_m_rows_start'], 3)} -> {_num(t[n]['read_s_per_m_rows_end'], 3)} {_ok(t[n]['read_flat'])}"
-            for n in names
-        )
-        + " |",
-        f"| write amplification <= {TARGET_WRITE_AMP:g}x | "
-        + " | ".join(_judged(t[n]["write_amplification"], t[n]["write_amp_ok"], "x") for n in names)
-        + " |",
-        f"| minor >= {TARGET_MINOR_ROWS_PER_CORE_S / 1e6:g} M rows/s per core | "
-        + " | ".join(_judged(t[n]["minor_rows_per_cpu_s"], t[n]["minor_ok"]) for n in names)
-        + " |",
-        "",
-        "rows in = base rows rewritten + change rows merged (ChangeStore inserts and deletes); optimizer rows/s use the "
-        "run's own duration (collect, plan, execute, commit); CPU seconds are the process's, all threads.",
+    figures = [
+        Figure(f"{label} ({n})", value(n), unit, None if baseline is None else value(baseline))
+        for label, unit, value in metrics
+        for n in names
+        if n != baseline
+    ]
+    bulk = report["bulk_load"]
+    figures += [
+        Figure("base files after the bulk load", bulk["base_files"], "files"),
+        Figure("mean base file after the bulk load", bulk["mean_file_bytes"] / MB, "MB"),
     ]
     c = report.get("catch_up")
     if c:
-        lines += [
-            "",
-            "**Catch-up** (one forced minor on the `off` table: its whole backlog in one run; "
-            "baseline: pyarrow reads the same files and writes the merged rows, same process)",
-            "",
-            "| | rows in | wall s | CPU s | rows per CPU second |",
-            "|---|--:|--:|--:|--:|",
-            f"| minor | {c['rows_in']:,} | {c['wall_s']:.2f} | {c['cpu_s']:.2f} | {_num(c['rows_per_cpu_s'])} |",
-            f"| pyarrow read + write | {c['baseline_rows_in']:,} | {c['baseline_wall_s']:.2f} | {c['baseline_cpu_s']:.2f} | "
-            f"{_num(c['baseline_rows_per_cpu_s'])} |",
+        figures += [
+            Figure("catch-up minor of the off table's backlog: rows in", c["rows_in"], "rows", c["baseline_rows_in"]),
+            Figure("catch-up minor: wall", c["wall_s"], "s", c["baseline_wall_s"]),
+            Figure("catch-up minor: CPU", c["cpu_s"], "cpu-s", c["baseline_cpu_s"]),
+            Figure("catch-up minor: rows per CPU second", c["rows_per_cpu_s"], "rows/cpu-s", c["baseline_rows_per_cpu_s"]),
         ]
-    return "\n".join(lines)
+    return figures
+
+
+def target_notes(report: dict[str, Any]) -> list[str]:
+    """Issue 3's targets, each with every setting's figure and whether it meets it."""
+    cfg, t = report["config"], report["targets"]
+    names: list[str] = cfg["settings"]
+
+    def line(target: str, cell: Callable[[dict[str, Any]], str]) -> str:
+        return f"target {target}: " + ", ".join(f"{n} {cell(t[n])}" for n in names)
+
+    return [
+        *(f"{d['name']} {dict(d['properties']) or '{}'}: {d['why']}" for d in report["setting_details"]),
+        line(
+            f"merged read <= {TARGET_READ_S} s after {cfg['commits']} commits (best read)",
+            lambda x: f"{format_number(x['read_s_best_end'], 's')} {_yes(x['read_ok'])}",
+        ),
+        line(
+            f"merged read flat (s per M rows, bulk load -> end, within {FLAT_TOLERANCE:g}x)",
+            lambda x: (
+                f"{format_number(x['read_s_per_m_rows_start'], 's')} -> {format_number(x['read_s_per_m_rows_end'], 's')} "
+                f"{_yes(x['read_flat'])}"
+            ),
+        ),
+        line(
+            f"write amplification <= {TARGET_WRITE_AMP:g}x",
+            lambda x: f"{format_number(x['write_amplification'], 'x')} {_yes(x['write_amp_ok'])}",
+        ),
+        line(
+            f"minor >= {TARGET_MINOR_ROWS_PER_CORE_S / 1e6:g} M rows per CPU second",
+            lambda x: f"{format_number(x['minor_rows_per_cpu_s'])} {_yes(x['minor_ok'])}",
+        ),
+        "rows in = base rows rewritten + change rows merged (ChangeStore inserts and deletes); optimizer rows/s use "
+        "the runs' own durations (collect, plan, execute, commit); CPU seconds are the process's, all threads",
+    ]
 
 
 # --------------------------------------------------------------------------- the run
@@ -559,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=20240601, help="numpy seed (default %(default)s)")
     parser.add_argument(
-        "--output", type=Path, default=None, help="JSON results file (default bench/results/optimizing_soak[.quick].json)"
+        "--output", type=Path, default=None, help="JSON results file (default bench/results/optimizing_soak-<date>-<commit>.json)"
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary warehouse")
     args = parser.parse_args(argv)
@@ -571,12 +539,11 @@ def main(argv: list[str] | None = None) -> int:
     target_size = args.target_size or default_target_size(rows)
     settings = settings_for(args.setting or ["off", "amoro-defaults", "tuned", "tuned-batched"], target_size)
     names = [s.name for s in settings]
-    output: Path = args.output or (RESULTS.with_suffix(".quick.json") if args.quick else RESULTS)
 
+    environment = capture_environment()
     workdir = Path(tempfile.mkdtemp(prefix="mixed-iceberg-soak-"))
     rng = np.random.default_rng(args.seed)
     report: dict[str, Any] = {
-        "benchmark": "optimizing_soak",
         "config": {
             "rows": rows,
             "commits": commits,
@@ -586,22 +553,12 @@ def main(argv: list[str] | None = None) -> int:
             "seed": args.seed,
             "read_repeats": args.read_repeats,
             "settings": names,
-            "setting_details": [{"name": s.name, "properties": dict(s.properties), "why": s.why} for s in settings],
+            "target_size": target_size,
         },
-        "environment": {
-            "python": platform.python_version(),
-            "pyarrow": pa.__version__,
-            "numpy": np.__version__,
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "loadavg_start": [round(x, 2) for x in os.getloadavg()],
-        },
+        "setting_details": [{"name": s.name, "properties": dict(s.properties), "why": s.why} for s in settings],
         "phases": [],
     }
     try:
-        import pyiceberg
-
-        report["environment"]["pyiceberg"] = pyiceberg.__version__
         # The catalog config reads the warehouse from the environment: set it before loading.
         os.environ["MIXED_ICEBERG_WAREHOUSE_DIR"] = str(workdir / "warehouse")
         from mixed_iceberg import load_catalog
@@ -639,7 +596,7 @@ def main(argv: list[str] | None = None) -> int:
                 report["phases"].append(phase_entry(tables, start, commit))
                 print(progress(report["phases"][-1], names), file=sys.stderr, flush=True)
                 start = commit
-        off = next((t for t in tables if t.name == "off"), None)
+        off = next((t for t in tables if t.name == BASELINE), None)
         if off is not None:
             report["catch_up"] = catch_up(off.table, oracle, workdir)
             print(f"catch-up: {report['catch_up']}", file=sys.stderr, flush=True)
@@ -651,14 +608,20 @@ def main(argv: list[str] | None = None) -> int:
             print(f"kept {workdir}", file=sys.stderr)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
-    report["environment"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     report["targets"] = targets(report)
-    text = markdown(report)
-    report["markdown"] = text
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(report, indent=2) + "\n")
-    print(text)
-    print(f"\nJSON: {output}", file=sys.stderr)
+    figures, notes = setting_figures(report), target_notes(report)
+    config = report.pop("config")
+    run = Run(
+        "optimizing_soak",
+        environment.finished(),
+        figures,
+        baseline=f"the {BASELINE} table (self-optimizing.enabled=false) where it runs; catch-up: pyarrow reads the "
+        "same files and writes the merged rows as one zstd Parquet file",
+        config=config,
+        notes=notes,
+        detail=report,  # every phase's figures, every run() and commit
+    )
+    publish(run, args.output)
     return 0
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from format_core import SCHEMA, Oracle, check
+
+from bench.format_core import SCHEMA, Oracle, check
+from bench.harness import Clock
 
 if TYPE_CHECKING:
     from mixed_iceberg.table import MixedTable
@@ -26,26 +27,26 @@ def catch_up(table: MixedTable, oracle: Oracle, workdir: Path) -> dict[str, Any]
         *table.base_store.inspect.files().column("file_path").to_pylist(),
         *(table.change_store.inspect.files().column("file_path").to_pylist() if table.change_store is not None else []),
     ]
-    wall, cpu = time.perf_counter(), time.process_time()
+    clock = Clock.start()
     result = table.optimizing.run("minor")
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    minor = clock.elapsed()
     got = table.scan().to_arrow()
     check("catch-up", got, oracle)
     local = [f.removeprefix("file://") for f in files]
-    base_wall, base_cpu = time.perf_counter(), time.process_time()
+    clock = Clock.start()
     rows = pa.concat_tables([pq.read_table(f).select(SCHEMA.names) for f in local], promote_options="permissive")
     pq.write_table(got, workdir / "baseline.parquet", compression="zstd")
-    base_wall, base_cpu = time.perf_counter() - base_wall, time.process_time() - base_cpu
+    baseline = clock.elapsed()
     return {
         "files": len(files),
         "rows_in": result.rows_in,
         "rows_out": result.rows_out,
-        "wall_s": wall,
-        "cpu_s": cpu,
-        "rows_per_s": result.rows_in / wall if wall else None,
-        "rows_per_cpu_s": result.rows_in / cpu if cpu else None,
+        "wall_s": minor.wall_s,
+        "cpu_s": minor.cpu_s,
+        "rows_per_s": result.rows_in / minor.wall_s if minor.wall_s else None,
+        "rows_per_cpu_s": result.rows_in / minor.cpu_s if minor.cpu_s else None,
         "baseline_rows_in": rows.num_rows,
-        "baseline_wall_s": base_wall,
-        "baseline_cpu_s": base_cpu,
-        "baseline_rows_per_cpu_s": rows.num_rows / base_cpu if base_cpu else None,
+        "baseline_wall_s": baseline.wall_s,
+        "baseline_cpu_s": baseline.cpu_s,
+        "baseline_rows_per_cpu_s": rows.num_rows / baseline.cpu_s if baseline.cpu_s else None,
     }

@@ -22,7 +22,7 @@ only the standard library: the peers benchmark's orchestrator imports it from it
 """
 
 from bench.harness.environment import Environment, capture_environment
-from bench.harness.markdown import markdown
+from bench.harness.markdown import format_number, markdown
 from bench.harness.publish import publish
 from bench.harness.results import RESULTS_DIR, Figure, Run, read_run, result_path, write_run
 from bench.harness.timing import Clock, Timing, Timings, best_of, timed
@@ -37,6 +37,7 @@ __all__ = [
     "Timings",
     "best_of",
     "capture_environment",
+    "format_number",
     "markdown",
     "publish",
     "read_run",

@@ -13,6 +13,8 @@ from bench.harness.results import Run
 
 __all__ = ["format_number", "markdown"]
 
+_ATTACHED_UNITS = frozenset({"x", "%"})  # 1.5x, 12%: no space before the unit
+
 
 def format_number(value: float | None, unit: str = "") -> str:
     """``value`` for a table cell: ``-`` when not measured."""
@@ -28,7 +30,9 @@ def format_number(value: float | None, unit: str = "") -> str:
         text = f"{value:.2e}"
     else:
         text = f"{value:.3g}"
-    return f"{text} {unit}" if unit else text
+    if not unit:
+        return text
+    return f"{text}{unit}" if unit in _ATTACHED_UNITS else f"{text} {unit}"
 
 
 def _cell(text: str) -> str:
