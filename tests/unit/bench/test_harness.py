@@ -89,6 +89,7 @@ def test_markdown_escapes_a_pipe_in_a_figure_name() -> None:
         (0.12345, "s", "0.123 s"),
         (12345.6, "", "12,346"),
         (7, "files", "7 files"),
+        (1.5, "x", "1.5x"),
     ],
 )
 def test_numbers_keep_three_significant_digits_and_their_unit(value: float | None, unit: str, text: str) -> None:
