@@ -1,7 +1,7 @@
 """CDC parser benchmark: ``CdcParser.parse`` of this tree beside the parser of a baseline revision.
 
-    .venv/bin/python bench/cdc_parser.py                  # baseline: HEAD's cdc.py
-    .venv/bin/python bench/cdc_parser.py --baseline 6edc5cc --batches 10
+    .venv/bin/python -m bench.cdc_parser                  # baseline: HEAD's cdc.py
+    .venv/bin/python -m bench.cdc_parser --baseline 6edc5cc --batches 10
 
 Both parsers run in this process on the same batches of valid messages, alternating which goes
 first; each figure is the median over ``--repeats`` rounds of CPU microseconds per message
@@ -11,19 +11,18 @@ module (its imports come from this tree). Shapes: Debezium over the ingest job's
 (id, customer, qty, price), the same with a string, a date and a timestamp column, that wide
 shape in Kafka Connect's envelope with Debezium's whole schema (``debezium-envelope``: what a
 connector writes with ``schemas.enable=true``), and changelog JSON. Both parsers' outputs are
-compared before anything is timed.
+compared before anything is timed. The run goes to ``bench/results/cdc_parser-<date>-<commit>.json``
+(``--json`` elsewhere), every round's figures in its detail.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import importlib.util
 import json
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -31,11 +30,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench.harness import ROOT, Clock, Figure, Run, capture_environment, publish
+from mixed_iceberg.ingest import cdc
+from tests.support.connect_envelopes import column, envelope_schema
 
-from mixed_iceberg.ingest import cdc  # noqa: E402
-from tests.support.connect_envelopes import column, envelope_schema  # noqa: E402
+SHAPES = ("debezium", "debezium-wide", "debezium-envelope", "changelog")
 
 ORDERS = pa.schema([("id", pa.int64()), ("customer", pa.string()), ("qty", pa.int32()), ("price", pa.float64())])
 WIDE = pa.schema([*ORDERS, ("note", pa.string()), ("day", pa.date32()), ("at", pa.timestamp("us"))])
@@ -82,7 +81,8 @@ def messages(shape: str, count: int, seed: int) -> pa.Array:
     return pa.array(out, pa.binary())
 
 
-def run_shape(shape: str, new: ModuleType, old: ModuleType, args: argparse.Namespace) -> dict[str, object]:
+def run_shape(shape: str, new: ModuleType, old: ModuleType, args: argparse.Namespace) -> tuple[list[Figure], dict[str, Any]]:
+    """The shape's figures (the current parser beside the baseline's) and every round's."""
     schema = WIDE if shape in ("debezium-wide", "debezium-envelope") else ORDERS
     fmt_name = "CHANGELOG_JSON" if shape == "changelog" else "DEBEZIUM_JSON"
     parsers = {
@@ -98,22 +98,21 @@ def run_shape(shape: str, new: ModuleType, old: ModuleType, args: argparse.Names
     cpu: dict[str, list[float]] = {name: [] for name in parsers}
     wall: dict[str, list[float]] = {name: [] for name in parsers}
     names = list(parsers)
+    n = args.batch * len(batches)
     for round_ in range(args.repeats):
         for name in names if round_ % 2 == 0 else names[::-1]:
             parser = parsers[name]
-            c0, w0 = time.process_time(), time.perf_counter()
+            clock = Clock.start()
             for batch in batches:
                 parser.parse(batch, offsets)
-            n = args.batch * len(batches)
-            cpu[name].append((time.process_time() - c0) / n * 1e6)
-            wall[name].append((time.perf_counter() - w0) / n * 1e6)
-    row: dict[str, object] = {"shape": shape}
-    for name in names:
-        row[f"{name}_cpu_us"] = round(statistics.median(cpu[name]), 3)
-        row[f"{name}_wall_us"] = round(statistics.median(wall[name]), 3)
-    row["cpu_ratio"] = round(statistics.median(cpu["current"]) / statistics.median(cpu["baseline"]), 3)
-    row["wall_ratio"] = round(statistics.median(wall["current"]) / statistics.median(wall["baseline"]), 3)
-    return row
+            took = clock.elapsed()
+            cpu[name].append(took.cpu_s / n * 1e6)
+            wall[name].append(took.wall_s / n * 1e6)
+    figures = [
+        Figure(f"{shape}: CPU per message", statistics.median(cpu["current"]), "us", statistics.median(cpu["baseline"])),
+        Figure(f"{shape}: wall per message", statistics.median(wall["current"]), "us", statistics.median(wall["baseline"])),
+    ]
+    return figures, {"cpu_us": cpu, "wall_us": wall}
 
 
 def main() -> int:
@@ -122,25 +121,29 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=40_000, help="messages per parse call")
     parser.add_argument("--batches", type=int, default=5, help="batches per round")
     parser.add_argument("--repeats", type=int, default=7, help="rounds (median reported)")
-    parser.add_argument("--shape", action="append", choices=["debezium", "debezium-wide", "debezium-envelope", "changelog"])
-    parser.add_argument("--json", type=Path, default=ROOT / "bench/results/cdc_parser.json")
+    parser.add_argument("--shape", action="append", choices=SHAPES)
+    parser.add_argument(
+        "--json", type=Path, default=None, help="the run's JSON (default bench/results/cdc_parser-<date>-<commit>.json)"
+    )
     args = parser.parse_args()
+    environment = capture_environment()
     old = baseline_module(args.baseline)
     revision = subprocess.run(["git", "rev-parse", "--short", args.baseline], cwd=ROOT, capture_output=True, text=True)
-    rows = [
-        run_shape(shape, cdc, old, args)
-        for shape in args.shape or ["debezium", "debezium-wide", "debezium-envelope", "changelog"]
-    ]
-    print(f"| shape | baseline ({revision.stdout.strip()}) CPU us/msg | current CPU us/msg | ratio | wall ratio |")
-    print("|---|---|---|---|---|")
-    for row in rows:
-        print(
-            f"| {row['shape']} | {row['baseline_cpu_us']} | {row['current_cpu_us']} | {row['cpu_ratio']} | {row['wall_ratio']} |"
-        )
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    report = {"when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "baseline": revision.stdout.strip(),
-              "batch": args.batch, "batches": args.batches, "repeats": args.repeats, "shapes": rows}  # fmt: skip
-    args.json.write_text(json.dumps(report, indent=2) + "\n")
+    figures: list[Figure] = []
+    rounds: dict[str, Any] = {}
+    for shape in args.shape or SHAPES:
+        shape_figures, rounds[shape] = run_shape(shape, cdc, old, args)
+        figures += shape_figures
+    run = Run(
+        "cdc_parser",
+        environment.finished(),
+        figures,
+        baseline=f"mixed_iceberg/ingest/cdc.py at {revision.stdout.strip()} ({args.baseline}); value: this tree's",
+        config={"baseline": revision.stdout.strip(), "batch": args.batch, "batches": args.batches, "repeats": args.repeats},
+        notes=["medians over the rounds; CPU is the process's (the pyarrow JSON reader's threads count)"],
+        detail={"rounds": rounds},
+    )
+    publish(run, args.json)
     return 0
 
 

@@ -8,28 +8,28 @@ mode, each reporting its peak resident set (``VmHWM``) and its RSS right before 
 The streaming child only counts rows and the sum of ``qty`` batch by batch (what a consumer
 that does not keep the rows would do); both children check those against each other.
 
-    .venv/bin/python bench/read_memory.py [--rows 2000000] [--buckets 16] [--out bench/results/x.json]
+    .venv/bin/python -m bench.read_memory [--rows 2000000] [--buckets 16] [--out x.json]
+
+The run goes to ``bench/results/read_memory-<date>-<commit>.json`` (``--out`` elsewhere).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench.harness import ROOT, Clock, Figure, Run, capture_environment, publish
+from mixed_iceberg import load_catalog
 
-from mixed_iceberg import load_catalog  # noqa: E402
+MODES = ("to_arrow", "to_arrow_batch_reader")  # the baseline first
 
 SCHEMA = pa.schema(
     [pa.field("id", pa.int64(), nullable=False), ("qty", pa.int32()), ("price", pa.float64()), ("name", pa.string())]
@@ -69,7 +69,7 @@ def child(warehouse: Path, mode: str) -> None:
     catalog = load_catalog("bench", type="sql", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=str(warehouse / "wh"))
     scan = catalog.load_table("bench.orders").scan()
     before_kb = _status_kb("VmRSS")
-    started = time.monotonic()
+    clock = Clock.start()
     if mode == "to_arrow":
         result = scan.to_arrow()
         count, qty = result.num_rows, int(pc.sum(result.column("qty")).as_py())
@@ -80,7 +80,7 @@ def child(warehouse: Path, mode: str) -> None:
             count += batch.num_rows
             qty += int(pc.sum(batch.column("qty")).as_py() or 0)
             result_bytes += batch.nbytes
-    seconds = time.monotonic() - started
+    seconds = clock.elapsed().wall_s
     peak_kb = _status_kb("VmHWM")
     print(
         json.dumps(
@@ -112,46 +112,54 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--buckets", type=int, default=16)
-    parser.add_argument("--out", type=Path)
+    parser.add_argument("--out", type=Path, help="the run's JSON (default bench/results/read_memory-<date>-<commit>.json)")
     parser.add_argument("--child", nargs=2, metavar=("WAREHOUSE", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(Path(args.child[0]), args.child[1])
         return
+    environment = capture_environment()
     with tempfile.TemporaryDirectory() as folder:
         warehouse = Path(folder)
         print(f"building {args.rows} rows in {args.buckets} buckets ...", file=sys.stderr)
         build(warehouse, args.rows, args.buckets)
         runs = {}
-        for mode in ("to_arrow", "to_arrow_batch_reader"):
+        for mode in MODES:
+            # A fresh interpreter per mode: its peak is the read's alone.
             out = subprocess.run(
-                [sys.executable, __file__, "--child", str(warehouse), mode], check=True, capture_output=True, text=True
+                [sys.executable, "-m", "bench.read_memory", "--child", str(warehouse), mode],
+                cwd=ROOT,
+                check=True,
+                capture_output=True,
+                text=True,
             ).stdout
             runs[mode] = json.loads(out.strip().splitlines()[-1])
             print(f"{mode}: {runs[mode]}", file=sys.stderr)
-    full, stream = runs["to_arrow"], runs["to_arrow_batch_reader"]
+    full, stream = (runs[mode] for mode in MODES)
     if (full["rows"], full["qty_sum"]) != (stream["rows"], stream["qty_sum"]):
         raise SystemExit(
             f"streamed read differs: {stream['rows']} rows / qty {stream['qty_sum']}, expected {full['rows']} / {full['qty_sum']}"
         )
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    report = {
-        "bench": "read_memory",
-        "commit": commit,
-        "date": time.strftime("%Y-%m-%d"),
-        "rows": args.rows,
-        "buckets": args.buckets,
-        "cpus": os.cpu_count(),
-        "runs": runs,
-        "growth_ratio_stream_vs_to_arrow": stream["growth_mb"] / full["growth_mb"],
-    }
-    print("| mode | rows | result MB | peak RSS MB | growth MB | s |\n|---|---|---|---|---|---|")
-    for mode, run in runs.items():
-        print(
-            f"| {mode} | {run['rows']} | {run['result_mb']:.0f} | {run['peak_rss_mb']:.0f} | {run['growth_mb']:.0f} | {run['seconds']:.2f} |"
+    figures = [
+        Figure(label, stream[key], unit, full[key])
+        for label, key, unit in (
+            ("rows read", "rows", "rows"),
+            ("result", "result_mb", "MB"),
+            ("RSS before the read", "rss_before_mb", "MB"),
+            ("peak RSS (VmHWM)", "peak_rss_mb", "MB"),
+            ("growth: peak - RSS before", "growth_mb", "MB"),
+            ("read", "seconds", "s"),
         )
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=2) + "\n")
+    ]
+    run = Run(
+        "read_memory",
+        environment.finished(),
+        figures,
+        baseline="to_arrow(), in its own process; value: to_arrow_batch_reader(), summing rows and qty batch by batch",
+        config={"rows": args.rows, "buckets": args.buckets},
+        detail={"runs": runs},
+    )
+    publish(run, args.out)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """What a schema change costs merged reads: before it, after an added column, after a rename.
 
 ```
-.venv/bin/python bench/schema_evolution.py --quick    # about 10 s
-.venv/bin/python bench/schema_evolution.py            # 2,000,000 base rows, 40 change commits
+.venv/bin/python -m bench.schema_evolution --quick    # about 10 s
+.venv/bin/python -m bench.schema_evolution            # 2,000,000 base rows, 40 change commits
 ```
 
 One keyed table (``id`` key, ``qty``, ``price``, ``name``): a bulk load into the BaseStore, then
@@ -13,17 +13,15 @@ the new column: every file still reads by name, from the schema history alone); 
 projected by field id one by one, base files read through pyiceberg's ``ArrowScan``). The
 reference, in the same run: pyarrow's dataset read of the same Parquet files (no merge). Each
 merged read is checked against the first one (same rows, the renamed column's values under its
-new name). Figures go to stdout as a Markdown table and to ``bench/results/schema_evolution.json``.
+new name). The harness prints the figures beside the reference and writes the run to
+``bench/results/schema_evolution-<date>-<commit>.json`` (``--output`` elsewhere).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,20 +30,15 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 from pyiceberg.types import LongType
 
+from bench.harness import Figure, Run, best_of, capture_environment, publish
 from mixed_iceberg import MixedTable, load_catalog
 from mixed_iceberg.store.entries import live_files
 
-RESULTS = Path(__file__).resolve().parent / "results"
-
 
 def _timed(run: Callable[[], pa.Table], repeat: int) -> tuple[float, pa.Table]:
-    times, result = [], None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = run()
-        times.append(time.perf_counter() - started)
-    assert result is not None
-    return statistics.median(times), result
+    """The median wall seconds of ``repeat`` runs, and the first run's result."""
+    result, timings = best_of(run, repeat)
+    return timings.median_wall_s, result
 
 
 def _physical(table: MixedTable) -> pa.Table:
@@ -64,7 +57,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--commits", type=int, default=40)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--output", type=Path, help="the run's JSON (default bench/results/schema_evolution-<date>-<commit>.json)"
+    )
     args = parser.parse_args()
+    environment = capture_environment()
     rows, commits = (200_000, 10) if args.quick else (args.rows, args.commits)
     rng = np.random.default_rng(7)
     root = Path(tempfile.mkdtemp())
@@ -104,13 +101,16 @@ def main() -> None:
     assert added.column("score").null_count == added.num_rows
     got = renamed.sort_by("id").select(["id", "qty", "price", "label"]).rename_columns(expected.column_names)
     assert got.equals(expected), "the renamed column's values changed"
-    reference = figures["pyarrow dataset read (reference)"]
-    print(f"| read ({first.num_rows} rows) | median s | x reference |\n|---|---|---|")
-    for name, seconds in figures.items():
-        print(f"| {name} | {seconds:.3f} | {seconds / reference:.1f} |")
-    RESULTS.mkdir(exist_ok=True)
-    out = {"rows": rows, "commits": commits, "seconds": figures, "time": time.time()}
-    (RESULTS / "schema_evolution.json").write_text(json.dumps(out, indent=2))
+    reference = figures.pop("pyarrow dataset read (reference)")
+    run = Run(
+        "schema_evolution",
+        environment.finished(),
+        [Figure(name, seconds, "s", reference) for name, seconds in figures.items()],
+        baseline="pyarrow's dataset read of the same Parquet files, no merge (median)",
+        config={"rows": rows, "commits": commits, "repeat": args.repeat},
+        notes=[f"{first.num_rows:,} rows read; median of {args.repeat} reads each"],
+    )
+    publish(run, args.output)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ table on stdout, the JSON in ``bench/results/<bench>-<date>-<shortcommit>.json``
 only the standard library: the peers benchmark's orchestrator imports it from its own venv.
 """
 
-from bench.harness.environment import Environment, capture_environment
+from bench.harness.environment import ROOT, Environment, capture_environment
 from bench.harness.markdown import format_number, markdown
 from bench.harness.publish import publish
 from bench.harness.results import RESULTS_DIR, Figure, Run, read_run, result_path, write_run
@@ -29,6 +29,7 @@ from bench.harness.timing import Clock, Timing, Timings, best_of, timed
 
 __all__ = [
     "RESULTS_DIR",
+    "ROOT",
     "Clock",
     "Environment",
     "Figure",
