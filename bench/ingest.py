@@ -1,7 +1,7 @@
 """Streaming ingest benchmark: CDC through real Kafka and the real PyFlink job, beside baselines.
 
-    .venv/bin/python bench/ingest.py --quick     # 200k events
-    .venv/bin/python bench/ingest.py             # 1M events (the issue's figure)
+    .venv/bin/python -m bench.ingest --quick     # 200k events
+    .venv/bin/python -m bench.ingest             # 1M events (the issue's figure)
 
 Phases, each on fresh topics and a fresh table (Kafka is started by scripts/services/kafka.sh
 unless it is already running, and stopped again if this script started it):
@@ -25,7 +25,10 @@ unless it is already running, and stopped again if this script started it):
 6. job, live: the job runs, a producer sends ``--rate`` events/s for ``--seconds``; freshness
    per event is (ChangeStore commit time - Kafka message timestamp), p50/p99
 
-The merged table is checked against the producer's oracles after phases 4 and 5.
+The merged table is checked against the producer's oracles after phases 4 and 5. The harness
+prints the figures (rates in records/s beside the plain consumer's messages/s) and writes the run
+to ``bench/results/ingest-<date>-<commit>.json`` (``--output`` elsewhere), every backlog run's
+figures in its detail.
 """
 
 from __future__ import annotations
@@ -44,8 +47,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from host_probe import host_probe  # bench/ is on sys.path when this runs as a script
 
+from bench.harness import ROOT, Clock, Figure, Run, capture_environment, publish
+from bench.host_probe import host_probe
 from mixed_iceberg.ingest.cdc import CdcFormat, CdcParser
 from mixed_iceberg.ingest.config import load_ingest_config
 from mixed_iceberg.ingest.job import caught_up
@@ -53,8 +57,15 @@ from mixed_iceberg.ingest.runtime import load_table
 from mixed_iceberg.ingest.writer import SUMMARY_PREFIX, PartitionIngestor
 from mixed_iceberg.logstore.kafka import KafkaLogWriter, ensure_topic
 
-ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
+#: Figures in records/s, set beside the plain consumer's messages/s (one message is one record).
+RECORD_RATES = (
+    "library_records_per_s",
+    "job_sustained_records_per_s",
+    "job_commit_span_records_per_s",
+    "job_end_to_end_records_per_s",
+    "running_job_records_per_s",
+)
 
 
 def progress(message: str) -> None:
@@ -84,9 +95,9 @@ def produce(
         command += ["--oracle", str(oracle)]
     if transaction:
         command.append("--transaction")
-    started = time.monotonic()
+    clock = Clock.start()
     subprocess.run(command, check=True, env=env, capture_output=True)
-    return time.monotonic() - started
+    return clock.elapsed().wall_s
 
 
 def read_all(bootstrap: str, topic: str) -> tuple[float, list[tuple[np.ndarray, np.ndarray, np.ndarray, pa.Array]]]:
@@ -134,7 +145,7 @@ def library_rate(
     bootstrap = config.source.bootstrap_servers
     ensure_topic(bootstrap, "bench_lib_log", 4)
     ingestors: dict[int, PartitionIngestor] = {}
-    started = time.monotonic()
+    clock = Clock.start()
     records = 0
     for partitions, offsets, _, values in batches:
         for p in np.unique(partitions).tolist():
@@ -153,7 +164,7 @@ def library_rate(
             mask = partitions == p
             ingestors[p].process(offsets[mask], values.filter(pa.array(mask)))
             records += int(mask.sum())
-    return records / (time.monotonic() - started)
+    return records / clock.elapsed().wall_s
 
 
 def _stat(path: Path) -> tuple[int, float] | None:
@@ -225,7 +236,7 @@ class CpuTimeline:
         return float(job), float(broker)
 
 
-def steady_rate(snapshots: list[tuple[int, int]], skip: float = 0.2) -> float:
+def steady_rate(snapshots: list[tuple[int, int]], skip: float = 0.2) -> float | None:
     """Rows/s over the commits after the first ``skip`` of all rows landed: the rate once the
     workers, their writers and the JVM's compiler have warmed up. ``snapshots``: (commit ms, rows)."""
     ordered = sorted(snapshots)
@@ -237,7 +248,7 @@ def steady_rate(snapshots: list[tuple[int, int]], skip: float = 0.2) -> float:
             start, start_done = at, done
             break
     span = (ordered[-1][0] - start) / 1000
-    return (total - start_done) / span if span > 0 else float("nan")
+    return (total - start_done) / span if span > 0 else None
 
 
 def job_snapshots(table, topic: str, since_ms: int = 0) -> list[tuple[int, Any]]:  # type: ignore[no-untyped-def]
@@ -291,11 +302,11 @@ def backlog_job(env: dict[str, str], job_args: list[str], config_path: Path, top
     """One ``--until-caught-up`` run of the job over the whole topic: its figures, oracle-checked."""
     os.environ.update(env)
     results: dict[str, object] = {"load_avg_1m_before_job": os.getloadavg()[0]}
-    began = time.monotonic()
+    clock = Clock.start()
     job = run_job(env, [*job_args, "--until-caught-up", "--timeout", "900"])
     with CpuTimeline(job.pid) as timeline:
         job.wait()
-    wall = time.monotonic() - began
+    wall = clock.elapsed().wall_s
     results["load_avg_1m_after_job"] = os.getloadavg()[0]
     if job.returncode != 0:
         raise SystemExit(f"job failed ({job.returncode}); see {env['BENCH_DIR']}")
@@ -406,18 +417,58 @@ def running_job_backlogs(
     return figures
 
 
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def summarize(runs: list[dict[str, object]], prefix: str = "") -> dict[str, object]:
-    """Each figure: the median run's, and the range over the runs (the machine is shared)."""
+    """Each figure: the median over the runs, and its range as ``<figure> min`` / ``max`` (the
+    machine is shared); a value that is not a number is kept when every run agrees."""
     out: dict[str, object] = {}
     for key in runs[0]:
         values = [r[key] for r in runs]
-        if isinstance(values[0], float):
-            out[prefix + key] = float(np.median(values))  # type: ignore[arg-type]
+        numbers = [float(v) for v in values if _is_number(v)]  # type: ignore[arg-type]
+        if numbers:
+            out[prefix + key] = float(np.median(numbers))
             if len(runs) > 1:
-                out[f"{prefix}{key} (min-max)"] = f"{min(values):,.1f} - {max(values):,.1f}"  # type: ignore[type-var]
+                out[f"{prefix}{key} min"], out[f"{prefix}{key} max"] = min(numbers), max(numbers)
+        elif len(set(map(str, values))) == 1:
+            out[prefix + key] = values[0]
         else:
-            out[prefix + key] = values[0] if len(set(values)) == 1 else ", ".join(map(str, values))
+            out[prefix + key] = ", ".join(map(str, values))
     return out
+
+
+def _unit(key: str) -> str:
+    """The unit a figure's name ends in (``_ms``, ``_per_s``...), past a range or probe suffix."""
+    name = key.removesuffix(" min").removesuffix(" max").removesuffix("_start").removesuffix("_end")
+    name = name.removesuffix("_while_committing")
+    units = (
+        ("_msgs_per_s", "msgs/s"),
+        ("_change_rows_per_s", "change rows/s"),
+        ("_records_per_s", "records/s"),
+        ("_mb_per_s", "MB/s"),
+        ("_lookup_ns", "ns"),
+        ("_us_per_record", "us"),
+        ("_cores_used", "cores"),
+        ("_ms", "ms"),
+        ("_s", "s"),
+        ("_rate", "events/s"),
+    )
+    return next((unit for suffix, unit in units if name.endswith(suffix)), "")
+
+
+def ingest_figures(results: dict[str, object]) -> tuple[list[Figure], list[str]]:
+    """Every numeric result as a figure (record rates beside the plain consumer's), the rest as notes."""
+    consumer = results.get("baseline_consumer_msgs_per_s")
+    figures, notes = [], []
+    for key, value in results.items():
+        if value is None or _is_number(value):
+            baseline = consumer if key.removesuffix(" min").removesuffix(" max") in RECORD_RATES else None
+            figures.append(Figure(key, value, _unit(key), baseline))  # type: ignore[arg-type]
+        else:
+            notes.append(f"{key}: {value}")
+    return figures, notes
 
 
 def broker_admin(bootstrap: str):  # type: ignore[no-untyped-def]
@@ -463,7 +514,9 @@ def main() -> int:
     parser.add_argument(
         "--commit-interval-ms", type=int, default=1000, help="the job's commit-interval-ms (default: the product default, 1000)"
     )
+    parser.add_argument("--output", type=Path, help="the run's JSON (default bench/results/ingest-<date>-<commit>.json)")
     args = parser.parse_args()
+    environment = capture_environment()
     events = 200_000 if args.quick else args.events
     args.repeat = args.repeat or (1 if args.quick else 3)
     args.running_runs = args.running_runs or (1 if args.quick else 3)
@@ -483,16 +536,27 @@ def main() -> int:
            "MIXED_ICEBERG_INGEST_DLQ": f"{run}_dlq", "MIXED_ICEBERG_INGEST_LOG_TOPIC": f"{run}_log", "FLINK_LOG_DIR": str(work / "flink-log")}  # fmt: skip
     config_path = ROOT / "conf/ingest.yaml"
     job_args = ["--set", f"parallelism={args.parallelism}", "--set", f"commit-interval-ms={args.commit_interval_ms}"]
-    results: dict[str, object] = {
+    config = {
         "events": events,
+        "quick": args.quick,
         "parallelism": args.parallelism,
         "commit_interval_ms": args.commit_interval_ms,
-        "cpus": os.cpu_count(),
+        "repeat": args.repeat,
+        "running_runs": args.running_runs,
+        "running_warmup": args.running_warmup,
+        "rate": args.rate,
+        "seconds": seconds,
+    }
+    topics, partitions = broker_topics(bootstrap)
+    results: dict[str, object] = {
         # A broker this script started is cold (its JIT warms up over the first job runs).
         "broker_started_by_bench": started_kafka,
-        "broker_topics_partitions_before": "{} / {}".format(*broker_topics(bootstrap)),
+        "broker_topics_before": topics,
+        "broker_partitions_before": partitions,
         **{f"host_{k}_start": v for k, v in host_probe().items()},
     }
+    runs: list[dict[str, object]] = []
+    running: list[dict[str, object]] = []
     try:
         topic = env["MIXED_ICEBERG_INGEST_TOPIC"]
         progress(f"producing {events:,} events to {topic}")
@@ -502,7 +566,6 @@ def main() -> int:
         results["baseline_consumer_msgs_per_s"] = rate
         progress("library ingest without Flink")
         results["library_records_per_s"] = library_rate(env, config_path, batches)
-        runs = []
         for i in range(args.repeat):
             progress(f"PyFlink job over the backlog, run {i + 1} of {args.repeat}")
             run_env = {**env, "MIXED_ICEBERG_INGEST_JOB": f"{run}-job{i}", "MIXED_ICEBERG_INGEST_TABLE": f"bench.orders{i}",
@@ -558,12 +621,19 @@ def main() -> int:
             progress(f"could not delete the topics of run {run}: {exc}")
         if started_kafka:
             kafka("stop")
-    out = ROOT / "bench/results" / ("ingest.quick.json" if args.quick else "ingest.json")
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(results, indent=2))
-    print("| figure | value |\n| --- | --- |")
-    for key, value in results.items():
-        print(f"| {key} | {value:,.1f} |" if isinstance(value, float) else f"| {key} | {value} |")
+    figures, notes = ingest_figures(results)
+    publish(
+        Run(
+            "ingest",
+            environment.finished(),
+            figures,
+            baseline="a plain confluent-kafka consumer reading the whole topic (messages/s), beside the record rates",
+            config=config,
+            notes=notes,
+            detail={"backlog_runs": runs, "running_runs": running},
+        ),
+        args.output,
+    )
     return 0
 
 
