@@ -55,4 +55,4 @@ clean:
 	-bash scripts/services/seaweedfs.sh clean
 	-bash scripts/services/postgres.sh clean
 	-bash scripts/services/kafka.sh clean
-	rm -rf $(VENV) .warehouse .services
+	rm -rf $(VENV) .venv-core .warehouse .services

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole check, as CI runs it: ruff lint, ruff format, mypy --strict, then every test.
+# The whole check, as CI runs it: ruff lint, ruff format, mypy --strict, the unit tests in a venv
+# without the flink and kafka extras, then every test.
 #
-#   bash scripts/test.sh [extra pytest arguments]
+#   bash scripts/test.sh [extra pytest arguments]    # (they go to the last step only)
 #
 # Every step runs even when an earlier one fails, so one report shows everything; the exit
 # status is non-zero if any step failed. The test session starts PostgreSQL and SeaweedFS
@@ -44,6 +45,39 @@ done
 step "ruff check" "$VENV/bin/ruff" check "${paths[@]}"
 step "ruff format" "$VENV/bin/ruff" format --check "${paths[@]}"
 step "mypy" "$VENV/bin/mypy"
+# The core library as `pip install 'mixed-iceberg[dev,pandas]'` gets it, without the flink and kafka
+# extras: a second venv, $CORE_VENV (git-ignored), built with the main venv's uv. Its stamp holds a
+# hash of pyproject.toml, requirements/overrides.txt and uv's version, so it is rebuilt only when
+# one changes (about 45 s with uv's cache warm; a rerun skips it). There pyflink and confluent_kafka
+# must not be importable (the dev extra must not pull them in), `import mixed_iceberg` must work,
+# and the unit tests run: the few that need an extra skip themselves (pytest.importorskip, or
+# tests/support/extras.py), and tests/unit/core/test_optional_extras.py fails if any module but
+# the listed backends needs pyflink or confluent_kafka at import time.
+CORE_VENV="${CORE_VENV:-.venv-core}"
+CORE_PY="$CORE_VENV/bin/python"
+core_venv() {
+    local stamp="$CORE_VENV/.installed" want
+    want="$(cat pyproject.toml requirements/overrides.txt | sha256sum | cut -d' ' -f1) $("$VENV/bin/uv" --version)"
+    [[ -f "$stamp" && "$(<"$stamp")" == "$want" ]] && return 0
+    rm -rf "$CORE_VENV"
+    "$VENV/bin/uv" venv -q --python "$PY" "$CORE_VENV" &&
+        "$VENV/bin/uv" pip install -q --python "$CORE_PY" --compile-bytecode -e '.[dev,pandas]' \
+            --override requirements/overrides.txt &&
+        echo "$want" >"$stamp"
+}
+core_without_extras() {
+    core_venv || return 1
+    "$CORE_PY" - <<'PY' || return 1
+import importlib.util, sys
+present = [name for name in ("pyflink", "confluent_kafka") if importlib.util.find_spec(name) is not None]
+if present:
+    sys.exit(f"test.sh: {', '.join(present)} installed in the core venv: an extra or the dev extra pulls it in")
+import mixed_iceberg
+PY
+    "$CORE_PY" -m pytest -q -p no:cacheprovider -m "not integration" tests/unit
+}
+
+step "core without extras" core_without_extras
 step "pytest" "$PY" -m pytest -q -p no:cacheprovider --durations=15 "$@"
 
 if ((${#failed[@]})); then

@@ -14,12 +14,14 @@ import warnings
 import pytest
 
 import mixed_iceberg
+from tests.support.extras import skip_unless_importable
 
 MODULES = sorted(m.name for m in pkgutil.walk_packages(mixed_iceberg.__path__, "mixed_iceberg."))
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples_run(name: str) -> None:
+    skip_unless_importable(name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # pyflink's own, on import of ingest.flink
         module = importlib.import_module(name)

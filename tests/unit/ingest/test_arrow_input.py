@@ -16,6 +16,8 @@ import pandas as pd  # type: ignore[import-untyped]
 import pyarrow as pa
 import pytest
 
+pytest.importorskip("pyflink", reason="the flink extra: the input conversion patches PyFlink's Arrow coders")
+
 from mixed_iceberg.ingest import arrow_input
 from mixed_iceberg.ingest.metrics import IngestMetrics
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("confluent_kafka", reason="the kafka extra: mixed_iceberg.ingest.runtime imports the Kafka backend")
+
 from mixed_iceberg.exceptions import ConfigError
 from mixed_iceberg.ingest.cdc import CdcFormat
 from mixed_iceberg.ingest.config import IngestConfig, load_ingest_config, pin_catalog

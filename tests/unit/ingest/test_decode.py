@@ -14,6 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+pytest.importorskip("confluent_kafka", reason="the kafka extra: it imports test_config, which imports ingest.runtime")
+
 from mixed_iceberg.exceptions import ConfigError, UnsupportedColumnTypeError
 from mixed_iceberg.ingest.cdc import CdcFormat, CdcParser
 from mixed_iceberg.ingest.config import load_ingest_config

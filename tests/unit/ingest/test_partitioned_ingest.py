@@ -10,6 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+pytest.importorskip("confluent_kafka", reason="the kafka extra: mixed_iceberg.ingest.runtime imports the Kafka backend")
+
 from mixed_iceberg import MixedTable
 from mixed_iceberg.ingest.cdc import CdcFormat, CdcParser
 from mixed_iceberg.ingest.config import load_ingest_config

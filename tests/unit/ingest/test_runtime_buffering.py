@@ -12,6 +12,8 @@ import numpy.typing as npt
 import pyarrow as pa
 import pytest
 
+pytest.importorskip("confluent_kafka", reason="the kafka extra: mixed_iceberg.ingest.runtime imports the Kafka backend")
+
 from mixed_iceberg.exceptions import WriterFailedError
 from mixed_iceberg.ingest import runtime as runtime_module
 from mixed_iceberg.ingest.buffering import WAKEUP_PARTITION
