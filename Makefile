@@ -48,7 +48,7 @@ unit: install
 # venv under bench/peers/.envs/ (their pins conflict); see bench/README.md. ARGS=--quick for a smoke run.
 bench-peers: install
 	bash bench/peers/envs.sh
-	bench/peers/.envs/orchestrator/bin/python bench/peers/orchestrate.py $(ARGS)
+	bench/peers/.envs/orchestrator/bin/python -m bench.peers.orchestrate $(ARGS)
 
 clean:
 	-bash scripts/services/connect.sh clean

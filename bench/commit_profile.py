@@ -1,8 +1,8 @@
 """Where a small ChangeStore commit's time goes, and what the peers workload writes, by kind.
 
 ```
-.venv/bin/python bench/commit_profile.py                      # profile at ~20 and ~220 snapshots
-.venv/bin/python bench/commit_profile.py --optimize --bytes   # + optimizer after every commit, bytes by kind
+.venv/bin/python -m bench.commit_profile                      # profile at ~20 and ~220 snapshots
+.venv/bin/python -m bench.commit_profile --optimize --bytes   # + optimizer after every commit, bytes by kind
 ```
 
 Runs the peers benchmark's mixed-iceberg adapter (``bench/peers/systems.py`` ``Mixed``) over the
@@ -17,7 +17,17 @@ several times over). Component figures are means per commit over the window.
 peers benchmark divides by the input's Parquet bytes) by what was written: every file that
 appears under the warehouse between two steps is counted once by its name (Amoro's file type
 for data files, Iceberg's names for metadata); the rest of ``wchar`` is the catalog (SQLite
-database and WAL) and files written and removed within one step.
+database and WAL) and files written and removed within one step; the bytes figures are set
+beside the workload's input (its zstd Parquet bytes) as their baseline. The run goes to
+``bench/results/commit_profile-<date>-<commit>.json`` (``--json`` elsewhere).
+
+Another version of the library on the same workload: a folder holding only its ``mixed_iceberg``
+first on ``PYTHONPATH``, and ``-P`` so the working directory (this tree) does not come first::
+
+    mkdir /tmp/lib && ln -s /path/to/other/tree/mixed_iceberg /tmp/lib/
+    PYTHONPATH=/tmp/lib:. .venv/bin/python -P -m bench.commit_profile
+
+The result's environment names the ``mixed_iceberg`` folder the run imported (``library``).
 """
 
 from __future__ import annotations
@@ -39,9 +49,11 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
-from systems import Mixed
-from workload import Shape, write_workload
+from bench.harness import Clock, Figure, Run, capture_environment, publish
+from bench.peers.systems import Mixed
+from bench.peers.workload import Shape, write_workload
+
+MB = 1024 * 1024
 
 #: (component, module, owner class or None, attribute): wrapped with a timer while profiling.
 #: Times are exclusive: a component's time excludes the components called inside it. Only the
@@ -63,7 +75,7 @@ COMPONENTS: tuple[tuple[str, str, str | None, str], ...] = (
     ("transaction commit (rest)", "pyiceberg.table", "Transaction", "commit_transaction"),
     ("catalog commit (SQL + rest)", "mixed_iceberg._pyiceberg.sql_catalog", "SqlCatalogWithCache", "commit_table"),
     ("metadata apply", "mixed_iceberg._pyiceberg.sql_catalog", None, "updated_metadata"),
-    ("metadata apply", "mixed_iceberg.store.commit", None, "updated_metadata"),
+    ("metadata apply", "mixed_iceberg._pyiceberg.transaction", None, "updated_metadata"),
     ("metadata JSON write", "mixed_iceberg._pyiceberg.sql_catalog", "SqlCatalogWithCache", "_write_metadata"),
     ("delete merged manifests", "mixed_iceberg.store.commit", None, "_delete_merged_manifests"),
 )
@@ -78,14 +90,23 @@ class Timers:
         self._stack: list[list[float]] = []  # per open call: [children's time]
         self._main = threading.main_thread()
 
-    def install(self) -> None:
+    def install(self) -> list[str]:
+        """Wrap every component; return the ones not found (moved by a refactoring: their time
+        counts as "other (untimed)" until ``COMPONENTS`` names where they went)."""
+        missing = []
         for label, module_name, owner_name, attr in COMPONENTS:
             module = importlib.import_module(module_name)
-            owner: Any = getattr(module, owner_name) if owner_name else module
-            static = inspect.getattr_static(owner, attr)
+            owner: Any = getattr(module, owner_name, None) if owner_name else module
+            try:
+                static = inspect.getattr_static(owner, attr)
+            except AttributeError:
+                missing.append(f"{label}: {module_name}.{owner_name + '.' if owner_name else ''}{attr}")
+                print(f"commit_profile: not found, not timed: {missing[-1]}", file=sys.stderr, flush=True)
+                continue
             function = static.__func__ if isinstance(static, staticmethod) else getattr(owner, attr)
             wrapped = self._wrap(label, function)
             setattr(owner, attr, staticmethod(wrapped) if isinstance(static, staticmethod) else wrapped)
+        return missing
 
     def _wrap(self, label: str, function: Any) -> Any:
         timers = self
@@ -203,7 +224,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         options[key] = value
     system = Mixed(folder, workload, options)
     timers = Timers()
-    timers.install()
+    missing = timers.install()
     tracker = Bytes(folder) if args.bytes else None
     windows = {at: range(at, at + args.window) for at in args.at}
     parts: dict[int, dict[str, float]] = {at: defaultdict(float) for at in args.at}
@@ -212,7 +233,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     cpu_by_window: dict[int, list[float]] = {at: [] for at in args.at}
     optimize_s = 0.0
     commits = 0
-    load_start = os.getloadavg()
     for phase in manifest["phases"]:
         for rel in phase["batches"]:
             if phase["name"] == "load":
@@ -226,9 +246,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             at = next((a for a, w in windows.items() if snapshots in w), None)
             timers.totals.clear()
             timers.active = at is not None
-            started, cpu_started = time.perf_counter(), time.process_time()
+            clock = Clock.start()
             system.commit(batch)
-            elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+            took = clock.elapsed()
+            elapsed, cpu = took.wall_s, took.cpu_s
             timers.active = False
             all_commits.append(elapsed)
             if at is not None:
@@ -240,9 +261,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if tracker:
                 tracker.step(f"{phase['name']} commits")
             if args.optimize:
-                started = time.perf_counter()
+                clock = Clock.start()
                 system.optimize()
-                optimize_s += time.perf_counter() - started
+                optimize_s += clock.elapsed().wall_s
                 if tracker:
                     tracker.step(f"{phase['name']} optimizer")
             if args.stop_after and commits >= args.stop_after:
@@ -250,10 +271,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.stop_after and commits >= args.stop_after:
             break
     out: dict[str, Any] = {
-        "load_start": load_start,
-        "load_end": os.getloadavg(),
         "commits": commits,
         "options": options,
+        "missing_components": missing,
         "commit_ms_median": 1000 * statistics.median(all_commits),
         "windows": {},
     }
@@ -275,28 +295,28 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def _print(out: dict[str, Any]) -> None:
-    start, end = (", ".join(f"{x:.2f}" for x in out[k]) for k in ("load_start", "load_end"))
-    print(f"load average at start {start}, at end {end}; {out['commits']} commits, median {out['commit_ms_median']:.1f} ms")
+def profile_figures(out: dict[str, Any]) -> list[Figure]:
+    """The run's commit times, each window's split by component, and the bytes written by kind."""
+    figures = [
+        Figure("commits", out["commits"], "commits"),
+        Figure("commit, median", out["commit_ms_median"], "ms"),
+        Figure("optimizer, every run()", out["optimize_s"], "s"),
+    ]
     for at, window in out["windows"].items():
-        print(
-            f"\n## ChangeStore snapshots {at}-{at + window['commits'] - 1}: {window['commits']} commits, "
-            f"median {window['ms_median']:.1f} ms, mean {window['ms_mean']:.1f} ms, "
-            f"process CPU median {window['cpu_ms_median']:.1f} ms (components: mean wall)"
-        )
-        print("| component | ms / commit |\n|---|---:|")
-        for name, ms in window["components_ms"].items():
-            print(f"| {name} | {ms:.1f} |")
+        span = f"ChangeStore snapshots {at}-{at + window['commits'] - 1}"
+        figures += [
+            Figure(f"{span}: commit, median", window["ms_median"], "ms"),
+            Figure(f"{span}: commit, mean", window["ms_mean"], "ms"),
+            Figure(f"{span}: process CPU per commit, median", window["cpu_ms_median"], "ms"),
+        ]
+        figures += [Figure(f"{span}: {name} (mean per commit)", ms, "ms") for name, ms in window["components_ms"].items()]
     if "bytes" in out:
-        mb = 1024 * 1024
-        data = out["input_parquet_bytes"]
-        report = out["bytes"]
-        print(f"\n## bytes written: {report['wchar'] / mb:.1f} MB = {report['wchar'] / data:.2f}x of {data / mb:.1f} MB input")
-        print("| kind | MB | x input |\n|---|---:|---:|")
+        data, report = out["input_parquet_bytes"] / MB, out["bytes"]
+        figures.append(Figure("bytes written (wchar)", report["wchar"] / MB, "MB", data))
         rows = sorted(report["total"].items(), key=lambda kv: -kv[1])
         rows.append(("catalog (SQLite) + transient", report["catalog_and_transient"]))
-        for kind, size in rows:
-            print(f"| {kind} | {size / mb:.1f} | {size / data:.2f} |")
+        figures += [Figure(f"bytes written: {kind}", size / MB, "MB", data) for kind, size in rows]
+    return figures
 
 
 def main() -> int:
@@ -311,13 +331,29 @@ def main() -> int:
     parser.add_argument("--stop-after", type=int, default=0, help="stop after this many commits")
     parser.add_argument("--prop", action="append", default=[], help="extra table property key=value")
     parser.add_argument("--option", action="append", default=[], help="extra adapter option key=value")
-    parser.add_argument("--json", default=None, help="also write the figures here")
+    parser.add_argument(
+        "--json", type=Path, default=None, help="the run's JSON (default bench/results/commit_profile-<date>-<commit>.json)"
+    )
     args = parser.parse_args()
     args.at = args.at or [10, 205]
+    environment = capture_environment()
     out = run(args)
-    _print(out)
-    if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1))
+    config = {key: value for key, value in vars(args).items() if key not in ("json", "workload")}
+    publish(
+        Run(
+            "commit_profile",
+            environment.finished(),
+            profile_figures(out),
+            baseline="bytes figures: the workload's input as zstd Parquet; the others have none",
+            config=config | {"options": out["options"]},
+            notes=[
+                "components: exclusive wall time of the main thread (writer threads count as its wait for them)",
+                *(f"component not found, not timed: {name}" for name in out["missing_components"]),
+            ],
+            detail=out,
+        ),
+        args.json,
+    )
     return 0
 
 

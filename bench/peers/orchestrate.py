@@ -1,14 +1,22 @@
 """Peers benchmark: mixed-iceberg next to pypaimon, DuckLake, delta-rs and pyiceberg upsert, one run.
 
     make bench-peers                                   # full run
-    bench/peers/.envs/orchestrator/bin/python bench/peers/orchestrate.py --quick
+    bench/peers/.envs/orchestrator/bin/python -m bench.peers.orchestrate --quick    # from the repository root
 
 The workload is generated once (numpy seed) into Parquet files in a temporary folder; every
 system then runs it in its own subprocess, with its own interpreter from ``bench/peers/.envs/``
 (mixed-iceberg with the project's ``.venv``), one system at a time. Every read's row count and
 checksum is compared with the pyarrow oracle's; a wrong answer fails the run (exit 1) after the
 report is written. A peer that is not installed, crashes or times out is reported as such and
-the others go on. Results: ``bench/results/peers[.quick].{json,md}`` and two PNG plots.
+the others go on. The harness prints every system's figures beside the pyarrow reference's and
+writes the run to ``bench/results/peers-<date>-<commit>.json`` (``--output`` elsewhere), each
+system's raw results in its detail; the two PNG plots go beside it (``<stem>.read.png``,
+``<stem>.files.png``, git-ignored).
+
+Each runner is ``python -P -m bench.peers.runner`` with the repository at the end of
+``PYTHONPATH``: ``-P`` keeps the working directory off ``sys.path``, so a library tree put first
+on ``PYTHONPATH`` (another revision, for a before/after run) is the one the mixed-iceberg runner
+imports, as when the runner was a script.
 """
 
 from __future__ import annotations
@@ -16,23 +24,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-ENVS = HERE / ".envs"
-RESULTS = ROOT / "bench" / "results"
-sys.path.insert(0, str(HERE))
-from workload import Shape, write_workload  # noqa: E402
+from bench.harness import ROOT, Clock, Figure, Run, capture_environment, publish
+from bench.peers.workload import Shape, write_workload
+
+ENVS = ROOT / "bench" / "peers" / ".envs"
+REFERENCE = "pyarrow reference"
 
 MB = 1024 * 1024
 PHASES = ("load", "big", "small", "stream")
@@ -94,7 +99,9 @@ def run_entry(entry: Entry, workload: Path, scratch: Path, args: argparse.Namesp
     folder = scratch / entry.label.replace(" ", "_").replace("(", "").replace(")", "")
     cmd = [
         str(entry.python),
-        str(HERE / "runner.py"),
+        "-P",
+        "-m",
+        "bench.peers.runner",
         entry.system,
         str(workload),
         str(folder),
@@ -104,10 +111,12 @@ def run_entry(entry: Entry, workload: Path, scratch: Path, args: argparse.Namesp
     cmd += [a for k, v in entry.options.items() for a in ("--option", f"{k}={v}")]
     partial = scratch / f"{folder.name}.partial.json"
     cmd += ["--partial", str(partial)]
+    path = os.environ.get("PYTHONPATH")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([path, str(ROOT)] if path else [str(ROOT)])}
     print(f"== {entry.label}", file=sys.stderr, flush=True)
-    started = time.perf_counter()
+    clock = Clock.start()
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.timeout, check=False)
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.timeout, check=False, env=env)
     except subprocess.TimeoutExpired:
         status = f"timed out after {args.timeout} s"
         if not partial.exists():
@@ -117,7 +126,7 @@ def run_entry(entry: Entry, workload: Path, scratch: Path, args: argparse.Namesp
         return result | {"status": "partial", "detail": f"{status}; finished phases {done}", "wall_s": float(args.timeout)}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    wall = time.perf_counter() - started
+    wall = clock.elapsed().wall_s
     if proc.returncode != 0 or not proc.stdout.strip():
         return {"status": f"failed (exit {proc.returncode})", "wall_s": wall}
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -149,7 +158,7 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def figures(result: dict[str, Any], manifest: dict[str, Any]) -> dict[str, Any]:
+def system_figures(result: dict[str, Any], manifest: dict[str, Any]) -> dict[str, Any]:
     phases = {p["name"]: p for p in result["phases"]}
     out: dict[str, Any] = {}
     for name, p in phases.items():
@@ -184,90 +193,84 @@ def figures(result: dict[str, Any], manifest: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _n(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
+def _metrics() -> list[tuple[str, str, Any]]:
+    """(figure, unit, getter of a system's figures) in the order of the report."""
+    out: list[tuple[str, str, Any]] = [(f"{p}: rows/s", "rows/s", lambda f, p=p: f[p]["rows_per_s"]) for p in PHASES]
+    for phase in ("big", "small", "stream"):
+        out += [
+            (f"{phase}: commit, median", "ms", lambda f, p=phase: f[p]["commit_ms_median"]),
+            (f"{phase}: commit, p95", "ms", lambda f, p=phase: f[p]["commit_ms_p95"]),
+        ]
+    out += [
+        ("small + stream: commit, median", "ms", lambda f: f["small_commit_ms_median"]),
+        ("small + stream: commit, p95", "ms", lambda f: f["small_commit_ms_p95"]),
+    ]
+    out += [(f"{p}: optimizer", "s", lambda f, p=p: f[p]["optimize_s"]) for p in ("big", "small", "stream")]
+    out += [(f"after {p}: full read", "s", lambda f, p=p: f[p]["read_s"]["full"]) for p in PHASES]
+    out += [
+        ("after stream: key-range read", "s", lambda f: f["stream"]["read_s"]["key_range"]),
+        ("after stream: value-filter read", "s", lambda f: f["stream"]["read_s"]["value_filter"]),
+        ("stream: first full read", "s", lambda f: f["stream_read_first_s"]),
+        ("stream: last full read", "s", lambda f: f["stream_read_last_s"]),
+    ]
+    for phase in PHASES:
+        out += [
+            (f"after {phase}: files on disk", "files", lambda f, p=phase: f[p]["files"]),
+            (f"after {phase}: on disk", "MB", lambda f, p=phase: f[p]["bytes"] / MB),
+        ]
+    out += [
+        ("bytes written", "MB", lambda f: f["bytes_written"] / MB),
+        ("write amplification", "x", lambda f: f["write_amplification"]),
+        ("peak RSS", "MB", lambda f: f["peak_rss_mb"]),
+    ]
+    return out
 
 
-def _rate(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value / 1e6:.2f} M" if value >= 1e6 else f"{value / 1e3:,.0f} k"
+def peer_figures(res: dict[str, Any]) -> list[Figure]:
+    """Every system's figures beside the pyarrow reference's, metric first (the rows to compare
+    are adjacent); a phase a system did not reach is not measured (``None``)."""
+
+    def safe(get: Any, figures: dict[str, Any] | None) -> float | None:
+        if figures is None:
+            return None
+        try:
+            value = get(figures)
+        except (KeyError, TypeError, ZeroDivisionError):  # a phase the system did not reach
+            return None
+        return None if value is None else float(value)
+
+    ok = {label: r["figures"] for label, r in res.items() if r["status"] in ("ok", "partial")}
+    reference = ok.pop(REFERENCE, None)
+    return [
+        Figure(f"{metric} ({label})", safe(get, figures), unit, safe(get, reference))
+        for metric, unit, get in _metrics()
+        for label, figures in ok.items()
+    ]
 
 
-def markdown(report: dict[str, Any]) -> str:
+def peer_notes(report: dict[str, Any]) -> list[str]:
     cfg, res = report["config"], report["results"]
     shape = cfg["shape"]
-    ok = {k: v for k, v in res.items() if v["status"] in ("ok", "partial")}
-    lines = [
-        f"# Peers benchmark{' (--quick)' if cfg['quick'] else ''}",
-        "",
-        f"Load {shape['rows']:,} rows; {shape['big'][0]} x {shape['big'][1]:,} upserts (big); {shape['small'][0]} x "
-        f"{shape['small'][1]:,} (small); {shape['stream'][0]} x {shape['stream'][1]:,} (stream). Half updates of random "
-        f"existing keys, half inserts; seed {cfg['seed']}. {report['environment']['cpus']} CPUs, load average "
-        f"{report['environment']['loadavg_start']} at start, {report['environment']['loadavg_end']} at end. Systems ran one "
-        "after another, each in its own process and environment. Every read was checked against the pyarrow oracle "
-        "(row count + checksum): "
-        + ("**all answers correct**." if not report["wrong"] else f"**WRONG ANSWERS: {sorted(report['wrong'])}**."),
-        "",
-        f"Read seconds are the median of {cfg['read_repeats']} reads after each phase (the first is checked); the stream "
-        f"plot has one read every {shape['read_every']} commits. Load is one run. Commit latency is the median / p95 over "
-        "the phase's commits. rows/s = upserts / summed commit seconds (optimizer time separate). Write amplification = "
-        "bytes the process wrote (`wchar`: data, metadata, catalog, compaction) / bytes of the same rows as zstd Parquet "
-        f"({report['input_parquet_bytes'] / MB:,.1f} MB).",
-        "",
+    notes = [
+        f"load {shape['rows']:,} rows; {shape['big'][0]} x {shape['big'][1]:,} upserts (big); {shape['small'][0]} x "
+        f"{shape['small'][1]:,} (small); {shape['stream'][0]} x {shape['stream'][1]:,} (stream); half updates of random "
+        "existing keys, half inserts. Systems ran one after another, each in its own process and environment",
+        "every read was checked against the pyarrow oracle (row count + checksum): "
+        + ("all answers correct" if not report["wrong"] else f"WRONG ANSWERS: {sorted(report['wrong'])}"),
+        f"read seconds are the median of {cfg['read_repeats']} reads after each phase (the first is checked); the stream "
+        f"plot has one read every {shape['read_every']} commits; load is one run; rows/s = upserts / summed commit "
+        "seconds (optimizer time separate); write amplification = bytes the process wrote (wchar: data, metadata, "
+        f"catalog, compaction) / bytes of the same rows as zstd Parquet ({report['input_parquet_bytes'] / MB:,.1f} MB)",
     ]
     for label, r in res.items():
-        if r["status"] != "ok":
-            lines.append(f"- **{label}**: {r['status']} {r.get('detail', '')} (missing cells: '-')")
-    header = "| | " + " | ".join(ok) + " |"
-    rule = "|---|" + "---:|" * len(ok)
-    lines += ["", header, rule]
-
-    def row(title: str, cell: Any) -> None:
-        def safe(f: dict[str, Any]) -> str:
-            try:
-                return str(cell(f))
-            except (KeyError, TypeError, ZeroDivisionError):  # a phase the system did not reach
-                return "-"
-
-        lines.append(f"| {title} | " + " | ".join(safe(v["figures"]) for v in ok.values()) + " |")
-
-    lines.append("| version | " + " | ".join(v["version"] for v in ok.values()) + " |")
-    for phase in PHASES:
-        row(f"{phase}: rows/s", lambda f, p=phase: _rate(f[p]["rows_per_s"]))
-    for phase in ("big", "small", "stream"):
-        row(
-            f"{phase}: commit ms median / p95",
-            lambda f, p=phase: f"{_n(f[p]['commit_ms_median'], 1)} / {_n(f[p]['commit_ms_p95'], 1)}",
-        )
-    row(
-        "small+stream commit ms median / p95",
-        lambda f: f"{_n(f['small_commit_ms_median'], 1)} / {_n(f['small_commit_ms_p95'], 1)}",
-    )
-    row("optimizer s (big / small / stream)", lambda f: " / ".join(_n(f[p]["optimize_s"], 1) for p in ("big", "small", "stream")))
-    for phase in PHASES:
-        row(f"after {phase}: full read s", lambda f, p=phase: _n(f[p]["read_s"]["full"], 3))
-    row("after stream: key-range read s", lambda f: _n(f["stream"]["read_s"]["key_range"], 3))
-    row("after stream: value-filter read s", lambda f: _n(f["stream"]["read_s"]["value_filter"], 3))
-    row("stream: first / last full read s", lambda f: f"{_n(f['stream_read_first_s'], 3)} / {_n(f['stream_read_last_s'], 3)}")
-    for phase in PHASES:
-        row(f"after {phase}: files / MB on disk", lambda f, p=phase: f"{f[p]['files']:,} / {f[p]['bytes'] / MB:,.1f}")
-    row("bytes written MB (write amp.)", lambda f: f"{f['bytes_written'] / MB:,.0f} ({f['write_amplification']:.1f}x)")
-    row("peak RSS MB", lambda f: f"{f['peak_rss_mb']:,.0f}")
-    ref = ok.get("pyarrow reference")
-    if ref:
-        rf = ref["figures"]
-        row("big rows/s vs reference", lambda f: _n(f["big"]["rows_per_s"] / rf["big"]["rows_per_s"], 2) + "x")
-        row(
-            "stream full read vs reference", lambda f: _n(f["stream"]["read_s"]["full"] / rf["stream"]["read_s"]["full"], 1) + "x"
-        )
-    lines += ["", "Notes: " + "; ".join(f"{k}: {v['note']}" for k, v in res.items() if v.get("note")), ""]
-    lines += ["## Goals (issue 5)", "", "| goal | figure | met |", "|---|---:|:-:|"]
+        if r["status"] == "ok" or r["status"] == "partial":
+            notes.append(f"{label}: {r['version']}; {r['note']}" + (f"; {r['detail']}" if r["status"] == "partial" else ""))
+        else:
+            notes.append(f"{label}: {r['status']} {r.get('detail', '')}".rstrip())
     for goal in report["goals"]:
-        lines.append(
-            f"| {goal['goal']} | {goal['figure']} | {'yes' if goal['met'] else ('no' if goal['met'] is False else '-')} |"
-        )
-    return "\n".join(lines) + "\n"
+        met = "yes" if goal["met"] else ("NO" if goal["met"] is False else "-")
+        notes.append(f"goal (issue 5) {goal['goal']}: {goal['figure']} {met}")
+    return notes
 
 
 def goals(res: dict[str, Any]) -> list[dict[str, Any]]:
@@ -312,7 +315,7 @@ def goals(res: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def plots(report: dict[str, Any], stem: Path) -> list[str]:
+def plots(results: dict[str, Any], stem: Path) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -321,7 +324,7 @@ def plots(report: dict[str, Any], stem: Path) -> list[str]:
     written = []
     for key, ylabel, suffix in (("read_s", "full merged read (s)", "read"), ("files", "files on disk", "files")):
         fig, ax = plt.subplots(figsize=(8, 4.5))
-        for label, r in report["results"].items():
+        for label, r in results.items():
             stream = next((p for p in r.get("phases", []) if p["name"] == "stream"), None)
             if r["status"] not in ("ok", "partial") or stream is None:
                 continue
@@ -352,16 +355,11 @@ def main() -> int:
         "--timeout", type=int, default=3600, help="seconds per system; past it the system is reported with the phases it finished"
     )
     parser.add_argument("--keep", action="store_true", help="keep the workload folder")
+    parser.add_argument("--output", type=Path, help="the run's JSON (default bench/results/peers-<date>-<commit>.json)")
     args = parser.parse_args()
     shape = Shape.quick() if args.quick else Shape.full()
-    stem = RESULTS / ("peers.quick" if args.quick else "peers")
     scratch = Path(tempfile.mkdtemp(prefix="mixed-iceberg-peers-"))
-    environment = {
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "platform": platform.platform(),
-        "loadavg_start": [round(x, 2) for x in os.getloadavg()],
-    }
+    environment = capture_environment()
     try:
         print(f"workload: {shape} into {scratch}", file=sys.stderr, flush=True)
         manifest = write_workload(scratch / "workload", shape, args.seed)
@@ -377,7 +375,7 @@ def main() -> int:
                 if bad:
                     wrong[entry.label] = bad
                     r["wrong"] = bad
-                r["figures"] = figures(r, manifest)
+                r["figures"] = system_figures(r, manifest)
             print(
                 f"   {entry.label}: {r['status']}"
                 + (f", {len(wrong.get(entry.label, []))} wrong answers" if entry.label in wrong else ""),
@@ -388,23 +386,32 @@ def main() -> int:
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
-    environment["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     report = {
-        "benchmark": "peers",
-        "config": {"quick": args.quick, "seed": args.seed, "read_repeats": args.read_repeats, "shape": manifest["shape"]},
-        "environment": environment,
+        "config": {
+            "quick": args.quick,
+            "seed": args.seed,
+            "read_repeats": args.read_repeats,
+            "timeout": args.timeout,
+            "only": args.only,
+            "shape": manifest["shape"],
+        },
         "input_parquet_bytes": manifest["input_parquet_bytes"],
         "results": results,
         "wrong": wrong,
     }
     report["goals"] = goals(results)
-    text = markdown(report)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    report["plots"] = plots(report, stem)
-    stem.with_name(stem.name + ".md").write_text(text)
-    stem.with_name(stem.name + ".json").write_text(json.dumps(report, indent=1) + "\n")
-    print(text)
-    print(f"results: {stem}.json, {stem}.md, {', '.join(report['plots'])}", file=sys.stderr)
+    run = Run(
+        "peers",
+        environment.finished(),
+        peer_figures(results),
+        baseline=f"the {REFERENCE}: pq.write_table of each batch; reads of the merged state as one Parquet file",
+        config=report["config"],
+        notes=peer_notes(report),
+        detail={key: value for key, value in report.items() if key != "config"},
+    )
+    written = publish(run, args.output)
+    drawn = plots(results, written.with_suffix(""))
+    print(f"plots: {', '.join(drawn)}", file=sys.stderr)
     if wrong:
         print(f"WRONG ANSWERS from {sorted(wrong)}: the run fails", file=sys.stderr)
         return 1

@@ -1,7 +1,7 @@
 """Where mixed-iceberg's time goes on the peers workload: pyinstrument profiles per activity.
 
 ```
-.venv/bin/python bench/peers/profile_mixed.py --workload /tmp/peers-workload   # generated if empty
+.venv/bin/python -m bench.peers.profile_mixed --workload /tmp/peers-workload   # generated if empty
 ```
 
 Runs the peers adapter (``systems.Mixed``, with the options of ``mixed-iceberg (optimizing)``) over
@@ -17,19 +17,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
 from pyinstrument import Profiler
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from orchestrate import entries
-from systems import Mixed
-from workload import Shape, write_workload
+from bench.harness import RESULTS_DIR
+from bench.peers.orchestrate import entries
+from bench.peers.systems import Mixed
+from bench.peers.workload import Shape, write_workload
 
-RESULTS = Path(__file__).resolve().parents[1] / "results" / "profiles"
+RESULTS = RESULTS_DIR / "profiles"  # git-ignored: call trees, not figures
 ACTIVITIES = ("big_commits", "stream_commits", "stream_optimizer", "full_reads")
 
 

@@ -1,8 +1,10 @@
 """Run one system over a prepared workload and print its figures as one JSON object on stdout.
 
-    python runner.py SYSTEM WORKLOAD_DIR SYSTEM_DIR [--option key=value ...] [--profile OUT.txt]
+    python -P -m bench.peers.runner SYSTEM WORKLOAD_DIR SYSTEM_DIR [--option key=value ...] [--profile OUT.txt]
 
-Executed by ``orchestrate.py`` as a subprocess with the system's own interpreter. It times every
+Executed by ``orchestrate.py`` as a subprocess with the system's own interpreter, the repository
+on ``PYTHONPATH`` (this module needs only the standard library, numpy and pyarrow, and the
+system's own library). It times every
 commit (and the system's own compaction after it, when the option asks for one), records files
 and bytes on disk after every streaming commit, and after each phase runs the three reads
 (``--read-repeats`` times each; the first result is checksummed). It does not judge the answers:
@@ -17,15 +19,14 @@ import os
 import resource
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from systems import SYSTEMS, System
-from workload import Checksum
+from bench.harness import Clock
+from bench.peers.systems import SYSTEMS, System
+from bench.peers.workload import Checksum
 
 
 def disk(folder: Path) -> tuple[int, int]:
@@ -49,9 +50,9 @@ def io_written() -> int:
 def timed_read(system: System, repeats: int, **bounds: Any) -> tuple[list[float], dict[str, int]]:
     secs, checksum = [], {}
     for i in range(repeats):
-        started = time.perf_counter()
+        clock = Clock.start()
         out = system.read(**bounds)
-        secs.append(time.perf_counter() - started)
+        secs.append(clock.elapsed().wall_s)
         if i == 0:
             checksum = Checksum.of(out).as_dict()
         del out
@@ -81,14 +82,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for i, rel in enumerate(phase["batches"]):
             path = workload / rel if name == "load" else workload / system.batch_dir / rel
             batch = pq.read_table(path)  # not timed: the input arrives in memory
-            started = time.perf_counter()
+            clock = Clock.start()
             system.load(batch) if name == "load" else system.commit(batch)
-            commit_s.append(time.perf_counter() - started)
+            commit_s.append(clock.elapsed().wall_s)
             if name != "load":
-                started, cpu = time.perf_counter(), time.process_time()
+                clock = Clock.start()
                 kind = system.optimize()
-                optimize_s.append(time.perf_counter() - started)
-                optimize_cpu_s.append(time.process_time() - cpu)
+                took = clock.elapsed()
+                optimize_s.append(took.wall_s)
+                optimize_cpu_s.append(took.cpu_s)
                 optimize_kinds.append(kind)
                 if kind:
                     optimize_types[kind] = optimize_types.get(kind, 0) + 1

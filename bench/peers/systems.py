@@ -15,7 +15,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from workload import SCHEMA
+
+from bench.peers.workload import SCHEMA
 
 
 class System:
