@@ -141,14 +141,18 @@ def test_a_figure_is_a_finite_number_or_none(value: object) -> None:
         Figure("x", value)  # type: ignore[arg-type]
 
 
+def _git(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False)
+
+
 def test_environment_names_the_checked_out_commit() -> None:
-    head = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-    ).stdout.strip()
     env = capture_environment()
-    assert env.commit == head
+    assert env.commit is not None
     assert re.fullmatch(r"[0-9a-f]{40}", env.commit)
-    assert env.short_commit == head[:7]
+    # HEAD itself, or an ancestor of it if someone committed since: a commit of this checkout.
+    assert _git("rev-parse", "--verify", f"{env.commit}^{{commit}}").stdout.strip() == env.commit
+    assert _git("merge-base", "--is-ancestor", env.commit, "HEAD").returncode == 0
+    assert env.short_commit == env.commit[:7]
     assert isinstance(env.dirty, bool)
     assert env.cpus
     assert env.pyarrow
