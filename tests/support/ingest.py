@@ -131,7 +131,7 @@ class IngestJob:
     """One run of the job as a subprocess (its own session, so kill -9 takes the JVM too).
 
     ``on_cluster``: submit it with ``flink run -py`` (through ``scripts/services/flink.sh``) to
-    the running session cluster, the way the README says, instead of ``python jobs/...``.
+    the running session cluster, the way docs/ingest.md says, instead of ``python jobs/...``.
     """
 
     def __init__(
