@@ -48,7 +48,7 @@ step "mypy" "$VENV/bin/mypy"
 # The core library as `pip install 'mixed-iceberg[dev,pandas]'` gets it, without the flink and kafka
 # extras: a second venv, $CORE_VENV (git-ignored), built with the main venv's uv. Its stamp holds a
 # hash of pyproject.toml, requirements/overrides.txt and uv's version, so it is rebuilt only when
-# one changes (about 45 s with uv's cache warm; a rerun skips it). There pyflink and confluent_kafka
+# one changes (under a minute with uv's cache warm; a rerun skips it). There pyflink and confluent_kafka
 # must not be importable (the dev extra must not pull them in), `import mixed_iceberg` must work,
 # and the unit tests run: the few that need an extra skip themselves (pytest.importorskip, or
 # tests/support/extras.py), and tests/unit/core/test_optional_extras.py fails if any module but
