@@ -32,7 +32,7 @@ from pyiceberg.types import LongType
 
 from bench.harness import Figure, Run, best_of, capture_environment, publish
 from mixed_iceberg import MixedTable, load_catalog
-from mixed_iceberg.store.entries import live_files
+from mixed_iceberg.store.manifests.live_files import live_files
 
 
 def _timed(run: Callable[[], pa.Table], repeat: int) -> tuple[float, pa.Table]:

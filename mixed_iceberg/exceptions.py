@@ -22,6 +22,7 @@
     ├── InvalidChangeError          a change batch is malformed
     │   ├── InvalidChangeActionError    ``_change_action`` holds something other than +I -U +U -D
     │   ├── MissingKeyError             a primary-key column is absent or null
+    │   ├── RepeatedKeyError            a streamed bulk load repeats a key its merge engine would combine
     │   └── SchemaMismatchError         columns or types differ from the table schema
     ├── CorruptTableError           table metadata breaks a Mixed-Iceberg rule
     │   └── OptimizedSequenceMismatchError  the BaseStore's optimized sequence is lost or its two records disagree
@@ -60,6 +61,7 @@ __all__ = [
     "NotKeyedTableError",
     "OptimizedSequenceMismatchError",
     "PropertyError",
+    "RepeatedKeyError",
     "SchemaEvolutionError",
     "SchemaMismatchError",
     "SnapshotExpiredError",
@@ -146,6 +148,11 @@ class InvalidChangeActionError(InvalidChangeError):
 
 class MissingKeyError(InvalidChangeError):
     """A primary-key column is missing from the batch or holds nulls."""
+
+
+class RepeatedKeyError(InvalidChangeError):
+    """A streamed bulk load repeats a key of a table whose merge engine combines a key's rows
+    (partial-update, aggregation, first-row): the rows cannot be combined without holding them."""
 
 
 class SchemaMismatchError(InvalidChangeError):

@@ -24,8 +24,8 @@ from mixed_iceberg.exceptions import PropertyError
 
 __all__ = [
     "OPTIONS",
+    "LayoutConfig",
     "Option",
-    "TableOptions",
     "check_key",
     "options_markdown",
     "parse_duration",
@@ -517,21 +517,25 @@ def validate_properties(properties: Mapping[str, str], table: str = "") -> None:
             OPTIONS[key].read(properties, table)
 
 
-@dataclass(frozen=True, slots=True)
-class TableOptions:
-    """The options inner code needs, parsed once from a table's properties."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayoutConfig:
+    """How a table's files are laid out and written: the part of its configuration every writer needs.
+
+    Parsed at every load and refresh (:class:`mixed_iceberg.table_config.TableConfig`), so a bad
+    value here fails at once, before anything is written. The optimizer's own sizes are in
+    :class:`~mixed_iceberg.optimizing.model.OptimizingConfig`, which refers to this for the bucket count.
+    """
 
     base_buckets: int
     change_buckets: int
     target_file_size: int
-    optimized_file_size: int
     upsert: bool
     log_store_enabled: bool
     log_store_address: str
     log_store_topic: str
 
     @classmethod
-    def from_properties(cls, properties: Mapping[str, str], table: str = "") -> TableOptions:
+    def from_properties(cls, properties: Mapping[str, str], table: str = "") -> LayoutConfig:
         """Parse ``properties`` (BaseStore properties of the table).
 
         Raises:
@@ -541,7 +545,6 @@ class TableOptions:
             base_buckets=BASE_HASH_BUCKET.read(properties, table),
             change_buckets=CHANGE_HASH_BUCKET.read(properties, table),
             target_file_size=TARGET_FILE_SIZE.read(properties, table),
-            optimized_file_size=OPT_TARGET_SIZE.read(properties, table),
             upsert=UPSERT_ENABLED.read(properties, table),
             log_store_enabled=LOG_STORE_ENABLED.read(properties, table),
             log_store_address=LOG_STORE_ADDRESS.read(properties, table),

@@ -46,7 +46,7 @@ from mixed_iceberg.schema import RESERVED_COLUMNS, RESERVED_PREFIX
 from mixed_iceberg.table_properties import optimizing_filter
 
 if TYPE_CHECKING:
-    from mixed_iceberg.table import MixedTable
+    from mixed_iceberg.handle import TableHandle
 
 __all__ = ["MixedSchemaUpdate", "complete_schema_change"]
 
@@ -74,8 +74,16 @@ class MixedSchemaUpdate:
     ...     update.add_column("score", LongType())
     """
 
-    def __init__(self, table: MixedTable, *, allow_incompatible_changes: bool = False, case_sensitive: bool = True) -> None:
+    def __init__(
+        self,
+        table: TableHandle,
+        *,
+        allow_incompatible_changes: bool = False,
+        case_sensitive: bool = True,
+        after_commit: Callable[[], object] | None = None,
+    ) -> None:
         self._table = table
+        self._after_commit = after_commit
         self._allow_incompatible = allow_incompatible_changes
         self._case_sensitive = case_sensitive
         self._calls: list[Callable[[UpdateSchema], Any]] = []
@@ -231,10 +239,11 @@ class MixedSchemaUpdate:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if exc_type is None:
             self.commit()
-            self._table.refresh()
+            if self._after_commit is not None:
+                self._after_commit()  # the facade's refresh: its handle then has the new schema
 
 
-def check_schema_change(table: MixedTable, before: Schema, after: Schema) -> None:
+def check_schema_change(table: TableHandle, before: Schema, after: Schema) -> None:
     """Refuse a schema change a Mixed-Iceberg table cannot take (see the module docstring).
 
     Raises:
@@ -322,7 +331,7 @@ def _set_schema(store: Table, target: Schema) -> None:
     store.refresh()
 
 
-def complete_schema_change(table: MixedTable) -> bool:
+def complete_schema_change(table: TableHandle) -> bool:
     """Give the ChangeStore the BaseStore's schema when they differ (a schema change cut short
     between its two commits); True when it had to. Compares the stores' loaded metadata only.
 

@@ -11,31 +11,28 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
-from mixed_iceberg.basestore.bulk_load import bulk_load
+from mixed_iceberg.basestore.bulk_load import LoadInput, bulk_load
 from mixed_iceberg.changestore.transaction import ChangeTransaction
 from mixed_iceberg.exceptions import NotKeyedTableError
 from mixed_iceberg.format import WriterIdentity
-from mixed_iceberg.options import TableOptions
+from mixed_iceberg.handle import TableHandle
+from mixed_iceberg.optimizing.engine import TableOptimizing
+from mixed_iceberg.optimizing.maintenance.facade import TableMaintenance
 from mixed_iceberg.reader.changes import ChangeScan
 from mixed_iceberg.reader.history import table_history, table_snapshots
 from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.scan import MixedScan
-from mixed_iceberg.schema import arrow_schema
 from mixed_iceberg.schema_evolution import MixedSchemaUpdate, complete_schema_change
 from mixed_iceberg.store.commit import CommitOutcome
+from mixed_iceberg.table_config import TableConfig
 from mixed_iceberg.table_properties import update_properties
 from mixed_iceberg.typedef import CommitId, TableFormat
-
-if TYPE_CHECKING:
-    from mixed_iceberg.optimizing.engine import TableOptimizing
-    from mixed_iceberg.optimizing.maintenance.facade import TableMaintenance
 
 __all__ = ["MixedTable"]
 
@@ -55,21 +52,47 @@ def _commit_id(value: CommitId | tuple[str, int] | None) -> CommitId | None:
 
 
 class MixedTable:
-    """A table loaded through a mixed-iceberg catalog.
+    """A table loaded through a mixed-iceberg catalog: the facade over its :class:`TableHandle`.
 
     Keyed Mixed-Iceberg tables have a ``change_store``; unkeyed ones and plain Iceberg
-    tables are their ``base_store`` alone.
+    tables are their ``base_store`` alone. The facade is the one place that refreshes: each
+    refresh gives a fresh :attr:`handle` (stores, key, parsed :attr:`config`), which is what
+    scans, transactions, loads, optimizing and maintenance are given.
+
+    Raises:
+        PropertyError: (at load and refresh) a layout property holds a bad value.
     """
 
     def __init__(
         self, name: str, table_format: TableFormat, base_store: Table, change_store: Table | None, primary_key: Sequence[str]
     ) -> None:
-        self.name = name
-        self.format = table_format
-        self.base_store = base_store
-        self.change_store = change_store
-        self.primary_key = tuple(primary_key)
-        self.options = TableOptions.from_properties(base_store.properties, name)
+        self.handle = TableHandle.of(name, table_format, base_store, change_store, primary_key)
+
+    @property
+    def name(self) -> str:
+        return self.handle.name
+
+    @property
+    def format(self) -> TableFormat:
+        return self.handle.format
+
+    @property
+    def base_store(self) -> Table:
+        return self.handle.base_store
+
+    @property
+    def change_store(self) -> Table | None:
+        return self.handle.change_store
+
+    @property
+    def primary_key(self) -> tuple[str, ...]:
+        return self.handle.primary_key
+
+    @property
+    def config(self) -> TableConfig:
+        """The table's configuration as of the last load or refresh (layout, optimizing,
+        maintenance, merge), each part parsed once."""
+        return self.handle.config
 
     def __repr__(self) -> str:
         kind = "keyed" if self.is_keyed else "unkeyed" if self.format == TableFormat.MIXED_ICEBERG else "iceberg"
@@ -78,7 +101,7 @@ class MixedTable:
     @property
     def is_keyed(self) -> bool:
         """True for Mixed-Iceberg tables with a primary key (and so a ChangeStore)."""
-        return self.change_store is not None
+        return self.handle.is_keyed
 
     @property
     def properties(self) -> dict[str, str]:
@@ -88,25 +111,29 @@ class MixedTable:
     @property
     def merge_config(self) -> MergeConfig:
         """The table's merge engine and its options (``merge-engine``, ``sequence.field``, ...)."""
-        columns = {f.name: f.type for f in self.arrow_schema()}
-        return MergeConfig.from_properties(self.base_store.properties, columns, self.primary_key, self.name)
+        return self.handle.merge_config
 
     def schema(self) -> Schema:
         """The Iceberg schema, shared by both stores."""
-        return self.base_store.schema()
+        return self.handle.schema()
 
     def arrow_schema(self) -> pa.Schema:
         """The Arrow schema of merged reads."""
-        return arrow_schema(self.schema(), field_ids=False)
+        return self.handle.arrow_schema()
 
     def refresh(self) -> MixedTable:
-        """Reload both stores' metadata."""
-        self.base_store.refresh()
-        if self.change_store is not None:
-            self.change_store.refresh()
-            complete_schema_change(self)  # a schema change cut short between the stores' commits
-        self.options = TableOptions.from_properties(self.base_store.properties, self.name)
+        """Reload both stores' metadata, and parse the configuration again."""
+        handle = self.handle
+        handle.base_store.refresh()
+        if handle.change_store is not None:
+            handle.change_store.refresh()
+            complete_schema_change(handle)  # a schema change cut short between the stores' commits
+        self.handle = TableHandle.of(handle.name, handle.format, handle.base_store, handle.change_store, handle.primary_key)
         return self
+
+    def refreshed(self) -> TableHandle:
+        """The :data:`~mixed_iceberg.handle.Refresh` the services are given."""
+        return self.refresh().handle
 
     def update_schema(self, *, allow_incompatible_changes: bool = False, case_sensitive: bool = True) -> MixedSchemaUpdate:
         """Evolve the schema of every store (both of a keyed table), with pyiceberg's verbs.
@@ -125,8 +152,12 @@ class MixedTable:
                 ``self-optimizing.filter``; nothing changed.
             CommitConflictError: other commits kept winning; retry.
         """
-        self.refresh()
-        return MixedSchemaUpdate(self, allow_incompatible_changes=allow_incompatible_changes, case_sensitive=case_sensitive)
+        return MixedSchemaUpdate(
+            self.refreshed(),
+            allow_incompatible_changes=allow_incompatible_changes,
+            case_sensitive=case_sensitive,
+            after_commit=self.refresh,
+        )
 
     def update_properties(self, updates: Mapping[str, str] | None = None, removals: Iterable[str] = ()) -> MixedTable:
         """Set and remove table properties, on both stores of a keyed table (as Amoro does), then refresh.
@@ -142,7 +173,7 @@ class MixedTable:
                 both set and removed.
             CommitConflictError: another commit changed a store at the same moment; retry.
         """
-        update_properties(self, updates, removals)
+        update_properties(self.handle, updates, removals)
         return self.refresh()
 
     def writer_identity(self, partition_id: int = 0, task_id: int = 0) -> WriterIdentity:
@@ -168,14 +199,26 @@ class MixedTable:
         # after a schema change): rows are checked against one and written with the other.
         if self.change_store is not None and self.change_store.schema() != self.base_store.schema():
             self.refresh()
-        return ChangeTransaction(self, _commit_id(commit_id), summary=summary, writer=writer)
+        return ChangeTransaction(self.handle, _commit_id(commit_id), summary=summary, writer=writer)
 
     def bulk_load(
-        self, data: pa.Table | pa.RecordBatch, *, overwrite: bool = False, commit_id: CommitId | tuple[str, int] | None = None
+        self, data: LoadInput, *, overwrite: bool = False, commit_id: CommitId | tuple[str, int] | None = None
     ) -> CommitOutcome:
-        """Load rows straight into the BaseStore (initial snapshot, or ``overwrite`` everything)."""
-        self.refresh()
-        return bulk_load(self, data, overwrite=overwrite, commit_id=_commit_id(commit_id))
+        """Load rows straight into the BaseStore (initial snapshot, or ``overwrite`` everything).
+
+        ``data`` is a ``pyarrow.Table`` or ``RecordBatch``, or a stream: a ``RecordBatchReader``,
+        a ``pyarrow.dataset`` Dataset or Scanner, any iterable of batches. A stream is written as
+        it is read, so memory is bounded by the files being written, not by the input
+        (:func:`mixed_iceberg.basestore.bulk_load.bulk_load` says how repeated keys are kept).
+
+        >>> table.bulk_load(pyarrow.dataset.dataset("export/", format="parquet"))  # doctest: +SKIP
+
+        Raises:
+            MissingKeyError: a key column holds nulls.
+            SchemaMismatchError: the columns do not match the table.
+            RepeatedKeyError: a stream repeats a key of a table whose merge engine combines a key's rows.
+        """
+        return bulk_load(self.refreshed(), data, overwrite=overwrite, commit_id=_commit_id(commit_id))
 
     def scan(
         self,
@@ -208,14 +251,13 @@ class MixedTable:
             InvalidScanError: unknown ``selected_fields``, ``as_of`` with a snapshot id, or a
                 negative ``limit``.
         """
-        self.refresh()
         return MixedScan(
-            self,
-            row_filter,
-            selected_fields,
-            snapshot_id,
-            base_snapshot_id,
-            case_sensitive,
+            self.refreshed(),
+            row_filter=row_filter,
+            selected_fields=selected_fields,
+            snapshot_id=snapshot_id,
+            base_snapshot_id=base_snapshot_id,
+            case_sensitive=case_sensitive,
             as_of_ms=_epoch_ms(as_of),
             limit=limit,
         )
@@ -223,25 +265,21 @@ class MixedTable:
     def snapshots(self) -> pa.Table:
         """Every retained snapshot of both stores, oldest first: store, snapshot id, parent id,
         sequence number, commit time, operation, commit writer and sequence, optimizing type."""
-        return table_snapshots(self)
+        return table_snapshots(self.handle)
 
     def history(self) -> pa.Table:
         """When each store's current snapshot changed (the stores' snapshot logs), oldest first."""
-        return table_history(self)
+        return table_history(self.handle)
 
     @property
     def optimizing(self) -> TableOptimizing:
         """Self-optimizing of this table: ``evaluate()``, ``plan(type)``, ``run(type)``."""
-        from mixed_iceberg.optimizing.engine import TableOptimizing
-
-        return TableOptimizing(self)
+        return TableOptimizing(self.refreshed)
 
     @property
     def maintenance(self) -> TableMaintenance:
         """Snapshot expiry, orphan cleaning, change-data TTL, manifest rewriting."""
-        from mixed_iceberg.optimizing.maintenance.facade import TableMaintenance
-
-        return TableMaintenance(self)
+        return TableMaintenance(self.refreshed)
 
     def changes(
         self,
@@ -259,11 +297,10 @@ class MixedTable:
             InvalidFilterError: the filter does not parse or names a column the table lacks.
             InvalidScanError: unknown ``selected_fields``.
         """
-        self.refresh()
         return ChangeScan(
-            self,
-            from_snapshot,
-            to_snapshot,
+            self.refreshed(),
+            from_snapshot=from_snapshot,
+            to_snapshot=to_snapshot,
             row_filter=row_filter,
             selected_fields=selected_fields,
             case_sensitive=case_sensitive,

@@ -21,7 +21,7 @@ from mixed_iceberg.options import OPT_FILTER, RESERVED_KEYS, check_key, validate
 from mixed_iceberg.reader.filters import parse_filter
 
 if TYPE_CHECKING:
-    from mixed_iceberg.table import MixedTable
+    from mixed_iceberg.handle import TableHandle
 
 __all__ = ["optimizing_filter", "update_properties", "validate_table_properties"]
 
@@ -59,7 +59,7 @@ def validate_table_properties(properties: Mapping[str, str], schema: Schema, tab
     optimizing_filter(properties, schema, table)
 
 
-def update_properties(table: MixedTable, updates: Mapping[str, str] | None, removals: Iterable[str]) -> None:
+def update_properties(table: TableHandle, updates: Mapping[str, str] | None, removals: Iterable[str]) -> None:
     """Set ``updates`` and remove ``removals`` on every store of ``table`` (both of a keyed one).
 
     Everything is checked before either store changes. The ChangeStore is committed first and

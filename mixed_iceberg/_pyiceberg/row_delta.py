@@ -52,7 +52,7 @@ from pyiceberg.table.update.snapshot import _SnapshotProducer
 from pyiceberg.typedef import EMPTY_DICT, Record
 
 from mixed_iceberg.options import MANIFEST_MERGE_ENABLED, MANIFEST_MIN_COUNT_TO_MERGE, MANIFEST_TARGET_SIZE
-from mixed_iceberg.store.entries import manifest_entries
+from mixed_iceberg.store.manifests.live_files import manifest_entries
 
 __all__ = ["DeleteManifestWriter", "add_snapshot_properties", "spec_id_of", "stage_rewrite"]
 

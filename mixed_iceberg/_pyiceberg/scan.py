@@ -2,7 +2,7 @@
 
 ``ManifestGroupPlanner`` builds the per-spec manifest and partition evaluators and the metrics
 evaluator in private methods (``_build_manifest_evaluator``, ``_build_partition_evaluator``,
-``_build_metrics_evaluator``); :mod:`mixed_iceberg.store.entries` applies them to manifest
+``_build_metrics_evaluator``); :mod:`mixed_iceberg.store.manifests.live_files` applies them to manifest
 entries it keeps between scans, which pyiceberg's own planning re-reads every time.
 """
 

@@ -161,7 +161,8 @@ class MixedCatalog:
         except ice.NoSuchTableError as exc:
             raise CorruptTableError(f"keyed table {identifier}: expected its ChangeStore {change_id}, found none") from exc
         table = MixedTable(identifier, TableFormat.MIXED_ICEBERG, base, change, keys)
-        complete_schema_change(table)  # a schema change cut short between the stores' commits
+        if complete_schema_change(table.handle):  # a schema change cut short between the stores' commits
+            table.refresh()
         return table
 
     def table_exists(self, identifier: str) -> bool:

@@ -26,7 +26,7 @@ from mixed_iceberg.store.commit import CommitOutcome, commit_files
 from mixed_iceberg.typedef import CommitId
 
 if TYPE_CHECKING:
-    from mixed_iceberg.table import MixedTable
+    from mixed_iceberg.handle import TableHandle
 
 __all__ = ["ChangeTransaction"]
 
@@ -38,7 +38,7 @@ class ChangeTransaction:
 
     def __init__(
         self,
-        table: MixedTable,
+        table: TableHandle,
         commit_id: CommitId | None = None,
         *,
         summary: Mapping[str, str] | None = None,
@@ -92,20 +92,20 @@ class ChangeTransaction:
         if self._batches:
             data = pa.concat_tables([batch for batch, _ in self._batches])
             actions = np.concatenate([acts for _, acts in self._batches])
-            to_insert, to_delete = route_rows(actions, upsert=self._table.options.upsert)
+            to_insert, to_delete = route_rows(actions, upsert=self._table.config.layout.upsert)
             files = write_change_files(
                 store,
                 data,
                 to_insert,
                 to_delete,
                 self._table.primary_key,
-                self._table.options.change_buckets,
+                self._table.config.layout.change_buckets,
                 self._writer,
                 schema=self._schema,
             )
         if not files and self._commit_id is None:
             self._state = "committed"
-            self.outcome = CommitOutcome(None, True, 0, 0, 0.0)
+            self.outcome = CommitOutcome.skip()
             return self.outcome
         self.outcome = commit_files(
             store, added=files, commit_id=self._commit_id, summary=self._summary, table_name=self._table.name

@@ -19,8 +19,8 @@ from pyiceberg.typedef import Record
 
 from mixed_iceberg.format import DataTreeNode, WriterIdentity, tree_node_ids
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, change_file_schema
-from mixed_iceberg.store.layout import RowGroup, split_rows
-from mixed_iceberg.store.writing import write_groups
+from mixed_iceberg.store.write.layout import RowGroup, split_rows
+from mixed_iceberg.store.write.parallel import write_groups
 from mixed_iceberg.typedef import DataFileType
 
 __all__ = ["write_change_files"]

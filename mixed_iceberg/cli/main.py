@@ -15,15 +15,15 @@ from dataclasses import asdict
 
 from mixed_iceberg import MixedIcebergError, load_catalog
 from mixed_iceberg.optimizing.collect import collect
-from mixed_iceberg.optimizing.model import FileClass, OptimizingConfig
+from mixed_iceberg.optimizing.model import FileClass
 
 __all__ = ["main"]
 
 
 def _status(catalog: str, name: str) -> dict[str, object]:
     table = load_catalog(catalog).load_table(name)
-    config = OptimizingConfig.from_properties(table.base_store.properties, name)
-    collected = collect(table)
+    config = table.config.optimizing
+    collected = collect(table.handle)
     evaluation = table.optimizing.evaluate()
     classes = {c.value: 0 for c in FileClass}
     for part in collected.partitions:

@@ -82,7 +82,7 @@ class TableProbe:
 
     @property
     def with_log(self) -> bool:
-        return bool(self.table.options.log_store_enabled or self.config.dead_letter_topic)
+        return bool(self.table.config.layout.log_store_enabled or self.config.dead_letter_topic)
 
     def state(self, *, status: str = "RUNNING", restarts: int = 0) -> JobState:
         """One poll: the partitions' positions and the commits made since the last poll."""
@@ -92,7 +92,7 @@ class TableProbe:
         table_next = committed_offsets(self.table, config.job_name, source.topic, partitions)  # refreshes
         log_next: dict[int, int | None] = dict.fromkeys(partitions)
         if self.with_log:
-            address = self.table.options.log_store_address or source.bootstrap_servers
+            address = self.table.config.layout.log_store_address or source.bootstrap_servers
             group = log_position_group(config.job_name)
             log_next = committed_positions(address, group, source.topic, partitions, stable=False)
         records = self._new_commits(partitions)

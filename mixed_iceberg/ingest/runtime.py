@@ -88,7 +88,7 @@ def load_table(config: IngestConfig, *, create: bool = False) -> MixedTable:
 
 def _side_outputs(table: MixedTable, config: IngestConfig) -> tuple[str | None, str | None]:
     """(LogStore topic, dead-letter topic) the job writes besides the table."""
-    options = table.options
+    options = table.config.layout
     log_topic = options.log_store_topic if options.log_store_enabled else None
     if options.log_store_enabled and not log_topic:
         raise ValueError(f"{table.name}: log-store.enabled needs log-store.message.topic (or log-store.topic)")
@@ -102,7 +102,7 @@ def prepare(config: IngestConfig) -> ResumePlan:
     ensure_topic(source.bootstrap_servers, source.topic, source.partitions)
     log_topic, dead_topic = _side_outputs(table, config)
     if log_topic is not None:
-        ensure_topic(table.options.log_store_address or source.bootstrap_servers, log_topic, source.partitions)
+        ensure_topic(table.config.layout.log_store_address or source.bootstrap_servers, log_topic, source.partitions)
     if dead_topic is not None:
         ensure_topic(source.bootstrap_servers, dead_topic, 1)
     marks = watermarks(source.bootstrap_servers, source.topic)
@@ -138,7 +138,7 @@ def _publish_start(config: IngestConfig, start: dict[int, int]) -> None:
 
 
 def _log_address(table: MixedTable, config: IngestConfig) -> str:
-    return table.options.log_store_address or config.source.bootstrap_servers
+    return table.config.layout.log_store_address or config.source.bootstrap_servers
 
 
 class IngestRuntime:

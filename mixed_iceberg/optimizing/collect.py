@@ -1,8 +1,7 @@
 """Gather a table's file metadata for the evaluator and planner (the I/O edge of planning).
 
 Reads manifests only (never data): live base data files with the delete files that apply to
-them (position deletes by partition, sequence and referenced path; equality deletes by
-partition and sequence), visible change files above each partition's optimized sequence, and
+them (:class:`~mixed_iceberg.store.manifests.delete_index.DeleteIndex`), visible change files above each partition's optimized sequence, and
 the optimizing history kept in BaseStore snapshot summaries and statistics.
 """
 
@@ -20,13 +19,13 @@ from pyiceberg.typedef import Record
 from mixed_iceberg.basestore.optimized_sequence import BASE_OPTIMIZED_TIME, read_optimized_sequence
 from mixed_iceberg.format import parse_base, parse_change
 from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, PartitionFiles
-from mixed_iceberg.store.delete_files import referenced_data_file
-from mixed_iceberg.store.entries import LiveFile, live_files
-from mixed_iceberg.store.layout import partition_path
+from mixed_iceberg.store.manifests.delete_index import DeleteIndex
+from mixed_iceberg.store.manifests.live_files import LiveFile, live_files
+from mixed_iceberg.store.write.layout import partition_path
 from mixed_iceberg.typedef import DataFileType
 
 if TYPE_CHECKING:
-    from mixed_iceberg.table import MixedTable
+    from mixed_iceberg.handle import TableHandle
 
 __all__ = ["OPTIMIZING_TYPE", "CollectedTable", "collect"]
 
@@ -69,31 +68,18 @@ def _last_full_ms(base: Table, default: int) -> int:
 
 
 def _base_files(base: Table, files: list[LiveFile], collected: CollectedTable) -> dict[str, list[BaseFile]]:
-    data = [f for f in files if f.data_file.content == DataFileContent.DATA]
     deletes = [f for f in files if f.data_file.content != DataFileContent.DATA]
-    # Position-delete files that name one data file are indexed by it; the rest by partition.
-    targeted: dict[str, list[LiveFile]] = defaultdict(list)
-    by_partition: dict[str, list[LiveFile]] = defaultdict(list)
-    for delete in deletes:
-        collected.delete_files[delete.data_file.file_path] = delete
-        target = referenced_data_file(delete.data_file)
-        if target is not None:
-            targeted[target].append(delete)
-        else:
-            by_partition[partition_path(base, delete.data_file)].append(delete)
+    collected.delete_files.update((d.data_file.file_path, d) for d in deletes)
+    index = DeleteIndex.build(base.metadata.specs(), deletes)
     result: dict[str, list[BaseFile]] = defaultdict(list)
-    for live in data:
+    for live in files:
+        if live.data_file.content != DataFileContent.DATA:
+            continue
         path = partition_path(base, live.data_file)
         collected.data_files[live.data_file.file_path] = live
         collected.records.setdefault(path, (live.data_file.spec_id, live.data_file.partition))
-        pos = [d for d in targeted.get(live.data_file.file_path, []) if d.sequence_number >= live.sequence_number]
-        eq = []
-        for delete in by_partition.get(path, []):
-            content = delete.data_file.content
-            if content == DataFileContent.POSITION_DELETES and delete.sequence_number >= live.sequence_number:
-                pos.append(delete)
-            elif content == DataFileContent.EQUALITY_DELETES and delete.sequence_number > live.sequence_number:
-                eq.append(delete)
+        pos = index.position_deletes(live)
+        eq = index.equality_deletes(live).files
         meta = parse_base(live.data_file.file_path)
         result[path].append(
             BaseFile(
@@ -110,7 +96,7 @@ def _base_files(base: Table, files: list[LiveFile], collected: CollectedTable) -
     return result
 
 
-def collect(table: MixedTable, partition_filter: BooleanExpression | None = None) -> CollectedTable:
+def collect(table: TableHandle, partition_filter: BooleanExpression | None = None) -> CollectedTable:
     """Everything the optimizer needs to know about ``table``'s current snapshots.
 
     ``partition_filter`` (``self-optimizing.filter``) limits it to partitions that may hold

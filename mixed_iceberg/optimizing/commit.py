@@ -35,15 +35,15 @@ from mixed_iceberg.optimizing.collect import OPTIMIZING_TYPE
 from mixed_iceberg.optimizing.execute import TaskOutput
 from mixed_iceberg.optimizing.model import OptimizingType
 from mixed_iceberg.store.commit import CommitOutcome, Stager, commit_files
-from mixed_iceberg.store.entries import live_files
+from mixed_iceberg.store.manifests.live_files import live_files
 
 if TYPE_CHECKING:
-    from mixed_iceberg.table import MixedTable
+    from mixed_iceberg.handle import TableHandle
 
 __all__ = ["commit_outputs"]
 
 
-def commit_outputs(table: MixedTable, kind: OptimizingType, outputs: Sequence[TaskOutput], now_ms: int) -> CommitOutcome:
+def commit_outputs(table: TableHandle, kind: OptimizingType, outputs: Sequence[TaskOutput], now_ms: int) -> CommitOutcome:
     """One snapshot for all ``outputs``; advances the optimized sequence of keyed partitions."""
     base = table.base_store
     removed = {f.file_path for o in outputs for f in (*o.removed_data, *o.removed_deletes)}

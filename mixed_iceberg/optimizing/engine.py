@@ -15,6 +15,7 @@ from pyiceberg.expressions import BooleanExpression
 from pyiceberg.transforms import VoidTransform
 
 from mixed_iceberg.exceptions import CommitConflictError, PropertyError
+from mixed_iceberg.format import WriterIdentity
 from mixed_iceberg.optimizing.collect import CollectedTable, collect
 from mixed_iceberg.optimizing.commit import commit_outputs
 from mixed_iceberg.optimizing.evaluate import evaluate_table
@@ -32,14 +33,14 @@ from mixed_iceberg.table_properties import optimizing_filter
 from mixed_iceberg.typedef import Clock
 
 if TYPE_CHECKING:
-    from mixed_iceberg.table import MixedTable
+    from mixed_iceberg.handle import Refresh, TableHandle
 
 __all__ = ["TableOptimizing"]
 
 log = logging.getLogger(__name__)
 
 
-def crosses_partitions(table: MixedTable) -> bool:
+def crosses_partitions(table: TableHandle) -> bool:
     """Whether a keyed table is partitioned by a column outside its key (a key can move); a
     ``void`` field puts every row in one value, so it moves nothing."""
     if not table.is_keyed:
@@ -57,25 +58,40 @@ def _as_type(value: OptimizingType | str | None) -> OptimizingType | None:
 
 
 class TableOptimizing:
-    """Self-optimizing of one table; ``clock`` (seconds) is injectable for trigger tests."""
+    """Self-optimizing of one table.
 
-    def __init__(self, table: MixedTable, clock: Clock = time.time) -> None:
-        self.table = table
+    Args:
+        refresh: reloads the table and returns its fresh handle (``MixedTable.refreshed``);
+            called before every evaluation, so each attempt sees the latest commits.
+        clock: current time in epoch seconds, injectable for trigger tests.
+    """
+
+    def __init__(self, refresh: Refresh, clock: Clock = time.time) -> None:
+        self._refresh = refresh
         self.clock = clock
+        self._table: TableHandle | None = None
+
+    @property
+    def table(self) -> TableHandle:
+        """The table as of the last refresh (refreshed now if it never was)."""
+        if self._table is None:
+            self._table = self._refresh()
+        return self._table
 
     def _now_ms(self) -> int:
         return int(self.clock() * 1000)
 
     @property
     def config(self) -> OptimizingConfig:
-        return OptimizingConfig.from_properties(self.table.base_store.properties, self.table.name)
+        """The ``self-optimizing.*`` settings as of the last refresh."""
+        return self.table.config.optimizing
 
     def _partition_filter(self) -> BooleanExpression | None:
         # The parser and checks create_table and update_properties apply to the property.
         return optimizing_filter(self.table.base_store.properties, self.table.schema(), self.table.name)
 
     def _state(self) -> tuple[CollectedTable, TableEvaluation]:
-        self.table.refresh()
+        self._table = self._refresh()
         collected = collect(self.table, self._partition_filter())
         evaluation = evaluate_table(
             self.table.name,
@@ -139,12 +155,12 @@ class TableOptimizing:
             since = self._now_ms() - collected.last_optimized_ms
             if requested is None and attempt == 1 and since < config.min_plan_interval_ms:
                 log.debug("%s: last optimized %d ms ago (< self-optimizing.min-plan-interval)", self.table.name, since)
-                return OptimizingResult(self.table.name, None, 0, 0, 0, 0, 0, 0, 0, 0, time.monotonic() - started, False)
+                return OptimizingResult.idle(self.table.name, time.monotonic() - started)
             tasks = self._plan(collected, evaluation, config, requested)
             if not tasks:
-                return OptimizingResult(self.table.name, None, 0, 0, 0, 0, 0, 0, 0, 0, time.monotonic() - started, False)
+                return OptimizingResult.idle(self.table.name, time.monotonic() - started)
             kind = requested or max((t.type for t in tasks), key=lambda t: t.rank)
-            writer = self.table.writer_identity()
+            writer = WriterIdentity()
             outputs: list[TaskOutput]
             if crosses_partitions(self.table):
                 outputs = execute_unit(self.table, collected, tasks, writer, self._competitors(collected, config))

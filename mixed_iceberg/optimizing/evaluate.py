@@ -59,7 +59,7 @@ def evaluate_partition(
     if full_due and (
         any_delete
         or has_change
-        or len(fragments) > (config.base_buckets if keyed else 1)
+        or len(fragments) > (config.layout.base_buckets if keyed else 1)
         or len(undersized) >= 2
         or rewrite_segments
     ):
@@ -69,11 +69,11 @@ def evaluate_partition(
     elif undersized_to_merge(undersized, config):
         kind, reason = OptimizingType.MAJOR, f"{len(undersized)} undersized segments hold a target file of content"
     elif keyed:
-        threshold = max(config.base_buckets + 1, config.minor_file_count)
+        threshold = max(config.layout.base_buckets + 1, config.minor_file_count)
         refresh_due = config.base_refresh_interval_ms >= 0 and now_ms - part.last_optimized_ms > config.base_refresh_interval_ms
         if small >= threshold:
             kind, reason = OptimizingType.MINOR, f"{small} small files >= {threshold}"
-        elif (small > config.base_buckets or has_change) and minor_interval_due:
+        elif (small > config.layout.base_buckets or has_change) and minor_interval_due:
             kind, reason = OptimizingType.MINOR, "minor.trigger.interval reached with change data"
         elif has_change and refresh_due:
             kind, reason = OptimizingType.MINOR, "base.refresh-interval reached"

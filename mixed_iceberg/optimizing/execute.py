@@ -31,21 +31,21 @@ from mixed_iceberg.exceptions import CorruptTableError
 from mixed_iceberg.format import WriterIdentity, parse_change
 from mixed_iceberg.optimizing.collect import CollectedTable
 from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, OptimizingType, RewriteTask
-from mixed_iceberg.reader.data_files import deleted_positions
 from mixed_iceberg.reader.engines import merge_by_engine
+from mixed_iceberg.reader.file_reads import deleted_positions
 from mixed_iceberg.reader.merge import LSN, KeyedRows, keep_rows, latest_by_key
 from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.plan import ChangeFileRef
 from mixed_iceberg.reader.read import base_lsn, filesystem_for, read_base_rows, read_change_rows
-from mixed_iceberg.store.datafiles import data_location
-from mixed_iceberg.store.delete_files import referenced_data_file, write_position_deletes
 from mixed_iceberg.store.equality_deletes import read_with_deletes
-from mixed_iceberg.store.layout import partition_path, split_sized
-from mixed_iceberg.store.writing import write_groups
+from mixed_iceberg.store.write.data_file import data_location
+from mixed_iceberg.store.write.layout import partition_path, split_sized
+from mixed_iceberg.store.write.parallel import write_groups
+from mixed_iceberg.store.write.position_deletes import referenced_data_file, write_position_deletes
 from mixed_iceberg.typedef import DataFileType
 
 if TYPE_CHECKING:
-    from mixed_iceberg.table import MixedTable
+    from mixed_iceberg.handle import TableHandle
 
 __all__ = ["TaskOutput", "execute_task", "execute_unit"]
 
@@ -131,7 +131,7 @@ def _alive_rows(
 
 
 def _merge_by_engine(
-    table: MixedTable,
+    table: TableHandle,
     config: MergeConfig,
     data: pa.Table,
     inserts: pa.Table,
@@ -182,7 +182,7 @@ def _disk_bytes_per_row(task: RewriteTask) -> float | None:
 
 
 def execute_task(
-    table: MixedTable,
+    table: TableHandle,
     collected: CollectedTable,
     task: RewriteTask,
     writer: WriterIdentity,
@@ -264,7 +264,7 @@ def execute_task(
     # 4 MB files came out as two files again (Parquet is about half the size in memory), so
     # undersized segments were re-merged on every run (the peers benchmark: 94x written).
     pieces = split_sized(
-        base, survivors, keys, table.options.base_buckets, table.options.optimized_file_size, _disk_bytes_per_row(task)
+        base, survivors, keys, table.config.layout.base_buckets, table.config.optimizing.target_size, _disk_bytes_per_row(task)
     )
     output.added_data = write_groups(
         base, pieces, base.schema(), lambda g: writer.file_name(g.node, DataFileType.BASE_FILE, transaction_id)
@@ -317,7 +317,7 @@ def execute_task(
 
 
 def execute_unit(
-    table: MixedTable,
+    table: TableHandle,
     collected: CollectedTable,
     tasks: Sequence[RewriteTask],
     writer: WriterIdentity,

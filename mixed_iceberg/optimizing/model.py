@@ -47,9 +47,10 @@ class FileClass(enum.Enum):
     SEGMENT = "segment"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class OptimizingConfig:
-    """The ``self-optimizing.*`` properties of one table, parsed."""
+    """The ``self-optimizing.*`` properties of one table, parsed; ``layout`` is the table's
+    file layout (the base bucket count the triggers weigh)."""
 
     enabled: bool
     group: str
@@ -68,8 +69,8 @@ class OptimizingConfig:
     full_rewrite_all: bool
     min_plan_interval_ms: int
     filter: str
-    base_buckets: int
     base_refresh_interval_ms: int
+    layout: opt.LayoutConfig
 
     @property
     def fragment_size(self) -> int:
@@ -89,8 +90,10 @@ class OptimizingConfig:
         return FileClass.SEGMENT
 
     @classmethod
-    def from_properties(cls, properties: Mapping[str, str], table: str = "") -> OptimizingConfig:
-        """Parse once; raises ``PropertyError`` naming the key on a bad value."""
+    def from_properties(
+        cls, properties: Mapping[str, str], table: str = "", *, layout: opt.LayoutConfig | None = None
+    ) -> OptimizingConfig:
+        """Parse once (``layout`` too, unless given); raises ``PropertyError`` naming the key on a bad value."""
         return cls(
             enabled=opt.OPT_ENABLED.read(properties, table),
             group=opt.OPT_GROUP.read(properties, table),
@@ -109,8 +112,8 @@ class OptimizingConfig:
             full_rewrite_all=opt.OPT_FULL_REWRITE_ALL.read(properties, table),
             min_plan_interval_ms=opt.OPT_MIN_PLAN_INTERVAL.read(properties, table),
             filter=opt.OPT_FILTER.read(properties, table),
-            base_buckets=opt.BASE_HASH_BUCKET.read(properties, table),
             base_refresh_interval_ms=opt.BASE_REFRESH_INTERVAL.read(properties, table),
+            layout=layout if layout is not None else opt.LayoutConfig.from_properties(properties, table),
         )
 
 
@@ -220,7 +223,7 @@ class RewriteTask:
         return sum(f.size for f in self.rewrite) + sum(f.size for f in self.change)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class OptimizingResult:
     """What one optimizing run did."""
 
@@ -237,3 +240,21 @@ class OptimizingResult:
     duration_s: float
     committed: bool
     snapshot_id: int | None = None
+
+    @classmethod
+    def idle(cls, table: str, duration_s: float) -> OptimizingResult:
+        """A run that found nothing to do (or was too soon after the last) and committed nothing."""
+        return cls(
+            table=table,
+            type=None,
+            tasks=0,
+            files_in=0,
+            files_out=0,
+            delete_files_out=0,
+            bytes_in=0,
+            bytes_out=0,
+            rows_in=0,
+            rows_out=0,
+            duration_s=duration_s,
+            committed=False,
+        )

@@ -27,8 +27,8 @@ from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import ArrowAccessor, ArrowProjectionVisitor, expression_to_pyarrow, pyarrow_to_schema
 from pyiceberg.schema import Schema, prune_columns, visit_with_partner
 
-from mixed_iceberg.reader.data_files import filesystem_for
 from mixed_iceberg.reader.field_ids import fits_by_name, history_fits_by_name
+from mixed_iceberg.reader.file_reads import filesystem_for
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
 
 __all__ = ["read_change_files"]

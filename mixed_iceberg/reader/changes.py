@@ -33,10 +33,11 @@ from mixed_iceberg.reader.merge import LSN, KeyIndex, key_codes
 from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.plan import PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import read_change_rows
-from mixed_iceberg.store.entries import live_files
+from mixed_iceberg.reader.scan import MixedScan
+from mixed_iceberg.store.manifests.live_files import live_files
 
 if TYPE_CHECKING:
-    from mixed_iceberg.table import MixedTable
+    from mixed_iceberg.handle import TableHandle
 
 __all__ = ["ChangeScan", "derive_actions"]
 
@@ -127,10 +128,10 @@ class ChangeScan:
 
     def __init__(
         self,
-        table: MixedTable,
+        table: TableHandle,
+        *,
         from_snapshot: int | None = None,
         to_snapshot: int | None = None,
-        *,
         row_filter: str | BooleanExpression | None = None,
         selected_fields: Sequence[str] = ("*",),
         case_sensitive: bool = True,
@@ -190,8 +191,6 @@ class ChangeScan:
 
     def _states_before(self, rows: pa.Table, keys: list[str]) -> pa.Table:
         """The merged state, as of the start of the range, of the keys ``rows`` touch."""
-        from mixed_iceberg.reader.scan import MixedScan
-
         row_filter: BooleanExpression = AlwaysTrue()
         if len(keys) == 1:
             touched = rows.column(keys[0]).unique()

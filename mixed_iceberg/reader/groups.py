@@ -23,7 +23,7 @@ from mixed_iceberg.format import parse_base, parse_change
 from mixed_iceberg.format.tree import DataTreeNode
 
 if TYPE_CHECKING:
-    from mixed_iceberg.table import MixedTable
+    from mixed_iceberg.handle import TableHandle
 
 __all__ = ["BaseFileInfo", "ChangeFileInfo", "FileGroup", "group_files", "keys_stay_in_partition"]
 
@@ -61,7 +61,7 @@ class FileGroup:
         return cls(frozenset(t.file.file_path for t in tasks), frozenset())
 
 
-def keys_stay_in_partition(table: MixedTable) -> bool:
+def keys_stay_in_partition(table: TableHandle) -> bool:
     """Whether all rows of a key are in one partition path: every partition field is computed
     from key columns (or is ``void``) and each store has had one partition spec only."""
     schema = table.schema()

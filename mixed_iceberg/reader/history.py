@@ -11,7 +11,7 @@ from mixed_iceberg.store.commit import COMMIT_SEQUENCE, COMMIT_WRITER
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
-    from mixed_iceberg.table import MixedTable
+    from mixed_iceberg.handle import TableHandle
 
 __all__ = ["table_history", "table_snapshots"]
 
@@ -34,14 +34,14 @@ _SNAPSHOTS = pa.schema(
 _HISTORY = pa.schema([("made_current_at", pa.timestamp("ms", tz="UTC")), ("store", pa.string()), ("snapshot_id", pa.int64())])
 
 
-def _stores(table: MixedTable) -> list[tuple[str, Table]]:
+def _stores(table: TableHandle) -> list[tuple[str, Table]]:
     stores = [("base", table.base_store)]
     if table.change_store is not None:
         stores.append(("change", table.change_store))
     return stores
 
 
-def table_snapshots(table: MixedTable) -> pa.Table:
+def table_snapshots(table: TableHandle) -> pa.Table:
     """Every retained snapshot of both stores, oldest first (metadata only)."""
     rows = []
     for name, store in _stores(table):
@@ -66,7 +66,7 @@ def table_snapshots(table: MixedTable) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=_SNAPSHOTS)
 
 
-def table_history(table: MixedTable) -> pa.Table:
+def table_history(table: TableHandle) -> pa.Table:
     """When each store's current snapshot changed, oldest first (the stores' snapshot logs)."""
     rows = [
         {"made_current_at": entry.timestamp_ms, "store": name, "snapshot_id": entry.snapshot_id}

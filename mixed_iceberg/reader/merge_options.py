@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from mixed_iceberg.exceptions import PropertyError
+from mixed_iceberg.options import IGNORE_DELETE, MERGE_ENGINE, SEQUENCE_FIELD
 
 __all__ = ["AGGREGATE_FUNCTIONS", "RETRACTABLE", "MergeConfig", "MergeEngine", "validate_merge_properties"]
 
-ENGINE_KEY = "merge-engine"
-SEQUENCE_KEY = "sequence.field"
-IGNORE_DELETE_KEY = "ignore-delete"
+ENGINE_KEY = MERGE_ENGINE.key
+SEQUENCE_KEY = SEQUENCE_FIELD.key
+IGNORE_DELETE_KEY = IGNORE_DELETE.key
 _FIELD_KEY = re.compile(r"^fields\.(?P<column>[^.]+)\.(?P<option>aggregate-function|ignore-retract|list-agg-delimiter)$")
 
 #: Functions ``aggregation`` offers, and those that can take back a value (-U/-D).
@@ -90,20 +91,14 @@ class MergeConfig:
                 back a value where retractions may come; a sequence field that is not a column.
         """
         where = f"table {table}: " if table else ""
-        raw = properties.get(ENGINE_KEY, MergeEngine.DEDUPLICATE.value).strip().lower()
-        try:
-            engine = MergeEngine(raw)
-        except ValueError:
-            expected = ", ".join(e.value for e in MergeEngine)
-            raise PropertyError(f"{where}property {ENGINE_KEY!r}: expected one of {expected}, found {raw!r}") from None
-        sequence = properties.get(SEQUENCE_KEY) or None
+        # The registry's options parse and check the three keys (their defaults are its defaults).
+        engine = MergeEngine(MERGE_ENGINE.read(properties, table).strip().lower())
+        sequence = SEQUENCE_FIELD.read(properties, table) or None
         if sequence is not None and sequence not in columns:
             raise PropertyError(f"{where}property {SEQUENCE_KEY!r}: expected a column of {list(columns)}, found {sequence!r}")
         if sequence is not None and sequence in primary_key:
             raise PropertyError(f"{where}property {SEQUENCE_KEY!r}: expected a non-key column, found key column {sequence!r}")
-        ignore = properties.get(IGNORE_DELETE_KEY, "false").strip().lower()
-        if ignore not in ("true", "false"):
-            raise PropertyError(f"{where}property {IGNORE_DELETE_KEY!r}: expected true or false, found {ignore!r}")
+        ignore_delete = IGNORE_DELETE.read(properties, table)
         functions: dict[str, str] = {}
         retract: set[str] = set()
         delimiters: dict[str, str] = {}
@@ -132,7 +127,7 @@ class MergeConfig:
                     retract.add(column)
             else:
                 delimiters[column] = value
-        config = cls(engine, sequence, ignore == "true", functions, frozenset(retract), delimiters)
+        config = cls(engine, sequence, ignore_delete, functions, frozenset(retract), delimiters)
         config._check(columns, primary_key, properties, where)
         return config
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pyiceberg.table import Table
 
 from mixed_iceberg.format import parse_change
-from mixed_iceberg.store.entries import LiveFile
-from mixed_iceberg.store.layout import partition_path
+from mixed_iceberg.store.manifests.live_files import LiveFile
+from mixed_iceberg.store.write.layout import partition_path
 from mixed_iceberg.typedef import DataFileType
 
 __all__ = ["ChangeFileRef", "PartitionIndex", "plan_change_files"]

@@ -2,7 +2,7 @@
 
 Change files are read by field id through :mod:`mixed_iceberg.reader.change_files` (one
 multi-threaded pyarrow dataset scan while they have the current schema; per-file constants are
-attached through each row's file index); base files through :mod:`mixed_iceberg.reader.data_files`,
+attached through each row's file index); base files through :mod:`mixed_iceberg.reader.file_reads`,
 which leaves position-deleted and filtered-out rows to one final mask (applied here, or by the
 merge together with its own drops).
 """
@@ -21,7 +21,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
 
 from mixed_iceberg.reader.change_files import read_change_files
-from mixed_iceberg.reader.data_files import filesystem_for, read_data_files, read_files
+from mixed_iceberg.reader.file_reads import filesystem_for, read_data_files, read_files
 from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, keep_rows, pack_lsn
 from mixed_iceberg.reader.plan import ChangeFileRef
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema

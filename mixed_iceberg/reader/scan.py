@@ -28,25 +28,26 @@ from pyiceberg.table.snapshots import Snapshot
 from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
 from mixed_iceberg.exceptions import InvalidScanError, NoSuchSnapshotError, SnapshotExpiredError
 from mixed_iceberg.format import parse_base
-from mixed_iceberg.reader.data_files import read_positional
 from mixed_iceberg.reader.engines import merge_by_engine
+from mixed_iceberg.reader.file_reads import read_positional
 from mixed_iceberg.reader.filters import split_filter
 from mixed_iceberg.reader.groups import BaseFileInfo, ChangeFileInfo, FileGroup, group_files, keys_stay_in_partition
 from mixed_iceberg.reader.merge import LSN, KeyedRows, keep_rows, latest_by_key
 from mixed_iceberg.reader.merge_options import MergeConfig
+from mixed_iceberg.reader.merge_task import MergeTask
 from mixed_iceberg.reader.plan import ChangeFileRef, PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import base_lsn, is_maskable, read_base_rows, read_base_unmasked, read_change_rows
-from mixed_iceberg.store.entries import live_files, plan_scan_tasks
 from mixed_iceberg.store.equality_deletes import scan_with_equality_deletes
-from mixed_iceberg.store.layout import partition_path
+from mixed_iceberg.store.manifests.live_files import live_files
+from mixed_iceberg.store.manifests.scan_tasks import plan_scan_tasks
+from mixed_iceberg.store.write.layout import partition_path
 
 if TYPE_CHECKING:
     import duckdb
     import pandas as pd  # type: ignore[import-untyped]
     import polars as pl
 
-    from mixed_iceberg.reader.tasks import MergeTask
-    from mixed_iceberg.table import MixedTable
+    from mixed_iceberg.handle import TableHandle
 
 __all__ = ["MixedScan", "history_expired", "snapshot_as_of"]
 
@@ -82,13 +83,13 @@ class MixedScan:
 
     def __init__(
         self,
-        table: MixedTable,
+        table: TableHandle,
+        *,
         row_filter: str | BooleanExpression | None = None,
         selected_fields: Sequence[str] = ("*",),
         snapshot_id: int | None = None,
         base_snapshot_id: int | None = None,
         case_sensitive: bool = True,
-        *,
         as_of_ms: int | None = None,
         snapshots: tuple[Snapshot | None, Snapshot | None] | None = None,
         limit: int | None = None,
@@ -113,7 +114,7 @@ class MixedScan:
     @classmethod
     def at(
         cls,
-        table: MixedTable,
+        table: TableHandle,
         change_snapshot: Snapshot | None,
         *,
         row_filter: str | BooleanExpression | None = None,
@@ -129,7 +130,7 @@ class MixedScan:
             pair = (None, snapshot_as_of(base.metadata.snapshots, before_first.timestamp_ms))
         else:
             pair = (None, None)
-        return cls(table, row_filter, snapshots=pair)
+        return cls(table, row_filter=row_filter, snapshots=pair)
 
     def _snapshots(
         self, snapshot_id: int | None, base_snapshot_id: int | None, as_of_ms: int | None = None
@@ -245,12 +246,31 @@ class MixedScan:
 
     def plan_tasks(self) -> list[MergeTask]:
         """The scan as independent, picklable merge tasks, one per file group; run each with
-        ``task.to_arrow()`` or :func:`mixed_iceberg.reader.tasks.execute_task`, in any process
-        that reaches the files. The union of their outputs is ``to_arrow()`` (``limit`` aside).
-        See docs/reading.md."""
-        from mixed_iceberg.reader.tasks import plan_merge_tasks
-
-        return plan_merge_tasks(self)
+        :func:`mixed_iceberg.reader.tasks.execute_task`, in any process that reaches the files.
+        The union of their outputs is ``to_arrow()`` (``limit`` aside). See docs/reading.md."""
+        table = self.table
+        base = table.base_store
+        change = table.change_store
+        return [
+            MergeTask(
+                table=table.name,
+                table_format=table.format,
+                primary_key=table.primary_key,
+                base_metadata=base.metadata_location,
+                change_metadata=change.metadata_location if change is not None else None,
+                base_snapshot_id=self.base_snapshot.snapshot_id if self.base_snapshot is not None else None,
+                change_snapshot_id=self.change_snapshot.snapshot_id if self.change_snapshot is not None else None,
+                base_files=tuple(sorted(group.base_paths)),
+                change_files=tuple(sorted(group.change_paths)),
+                row_filter=self.row_filter,
+                selected_fields=self.selected_fields,
+                case_sensitive=self.case_sensitive,
+                partition=group.partition,
+                node=(group.node.mask, group.node.index) if group.node is not None else None,
+                io_properties=dict(base.io.properties),
+            )
+            for group in self.file_groups()
+        ]
 
     def to_arrow_batch_reader(self) -> pa.RecordBatchReader:
         """The merged rows as a stream, read and merged one :class:`FileGroup` at a time.
@@ -288,8 +308,8 @@ class MixedScan:
         keys = list(table.primary_key) or table.schema().column_names[:1]
         narrow = MixedScan(
             table,
-            self.row_filter,
-            keys,
+            row_filter=self.row_filter,
+            selected_fields=keys,
             case_sensitive=self.case_sensitive,
             snapshots=(self.change_snapshot, self.base_snapshot),
             limit=self.limit,

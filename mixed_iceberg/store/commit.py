@@ -47,7 +47,7 @@ Stager = Callable[[Transaction, int], None]
 Validator = Callable[[Table], None]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CommitOutcome:
     """What a commit did: the new snapshot, or ``skipped`` when the id was already committed."""
 
@@ -56,6 +56,11 @@ class CommitOutcome:
     files_added: int
     files_deleted: int
     duration_s: float
+
+    @classmethod
+    def skip(cls, duration_s: float = 0.0) -> CommitOutcome:
+        """No snapshot: the commit id was recorded already, or there was nothing to commit."""
+        return cls(snapshot_id=None, skipped=True, files_added=0, files_deleted=0, duration_s=duration_s)
 
 
 class _AlreadyCommittedError(Exception):
@@ -167,7 +172,7 @@ def commit_files(
     if commit_id is not None and _is_committed(table, commit_id):
         log.info("%s: commit %s already committed; skipped", name, commit_id)
         _delete_files(table, written)
-        return CommitOutcome(None, True, 0, 0, time.monotonic() - started)
+        return CommitOutcome.skip(time.monotonic() - started)
     properties = dict(summary or {})
     if commit_id is not None:
         properties[COMMIT_WRITER] = commit_id.writer
@@ -199,7 +204,7 @@ def commit_files(
     except _AlreadyCommittedError:
         log.info("%s: commit %s landed concurrently; skipped", name, commit_id)
         _delete_files(table, written)
-        return CommitOutcome(None, True, 0, 0, time.monotonic() - started)
+        return CommitOutcome.skip(time.monotonic() - started)
     except CommitConflictError:
         _delete_files(table, written)  # raised by validate on a retry: nothing landed
         raise
@@ -222,4 +227,10 @@ def commit_files(
         len(deleted) + len(deleted_deletes),
         duration * 1000,
     )
-    return CommitOutcome(snapshot_id, False, len(written), len(deleted) + len(deleted_deletes), duration)
+    return CommitOutcome(
+        snapshot_id=snapshot_id,
+        skipped=False,
+        files_added=len(written),
+        files_deleted=len(deleted) + len(deleted_deletes),
+        duration_s=duration,
+    )

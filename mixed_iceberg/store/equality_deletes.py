@@ -23,7 +23,6 @@ Example:
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,14 +32,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
-from pyiceberg.manifest import DataFile, DataFileContent, ManifestEntry, ManifestEntryStatus
+from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
-from pyiceberg.table.delete_file_index import DeleteFileIndex
-from pyiceberg.typedef import Record
 
-from mixed_iceberg.store.entries import LiveFile, live_files
+from mixed_iceberg.store.manifests.delete_index import DeleteIndex
+from mixed_iceberg.store.manifests.live_files import LiveFile, live_files
 
 __all__ = ["EqualityScanGroup", "anti_join_null_safe", "plan_equality_scan", "read_with_deletes", "scan_with_equality_deletes"]
 
@@ -66,37 +64,14 @@ def plan_equality_scan(
         data: live data files with their data sequence numbers.
         deletes: live position and equality delete files with their data sequence numbers.
     """
-    positions = DeleteFileIndex()
-    scoped: dict[tuple[int, Record], list[LiveFile]] = defaultdict(list)
-    global_: list[LiveFile] = []
-    for live in deletes:
-        f = live.data_file
-        if f.content == DataFileContent.POSITION_DELETES:
-            # The index only reads the entry's data file and sequence number.
-            entry = ManifestEntry.from_args(
-                status=ManifestEntryStatus.EXISTING, sequence_number=live.sequence_number, data_file=f
-            )
-            positions.add_delete_file(entry, partition_key=f.partition)
-        elif specs[f.spec_id].is_unpartitioned():
-            global_.append(live)
-        else:
-            scoped[(f.spec_id, f.partition)].append(live)
-    for files in (global_, *scoped.values()):
-        files.sort(key=lambda live: live.sequence_number)
-    global_seqs = [live.sequence_number for live in global_]
-    scoped_seqs = {key: [live.sequence_number for live in files] for key, files in scoped.items()}
-
+    index = DeleteIndex.build(specs, deletes)
     groups: dict[tuple[object, ...], list[FileScanTask]] = defaultdict(list)
     applicable: dict[tuple[object, ...], tuple[DataFile, ...]] = {}
     for live in data:
-        f, seq = live.data_file, live.sequence_number
-        part = (f.spec_id, f.partition)
-        local = scoped.get(part, [])
-        lo = bisect_right(scoped_seqs.get(part, []), seq)  # deletes from here on are newer than the file
-        go = bisect_right(global_seqs, seq)
-        key = (part if lo < len(local) else None, lo if lo < len(local) else 0, go)
-        applicable.setdefault(key, tuple(d.data_file for d in (*local[lo:], *global_[go:])))
-        groups[key].append(FileScanTask(f, delete_files=positions.for_data_file(seq, f, partition_key=f.partition)))
+        equality = index.equality_deletes(live)
+        applicable.setdefault(equality.key, tuple(d.data_file for d in equality.files))
+        positions = {d.data_file for d in index.position_deletes(live)}
+        groups[equality.key].append(FileScanTask(live.data_file, delete_files=positions))
     return [EqualityScanGroup(tuple(tasks), applicable[key]) for key, tasks in groups.items()]
 
 

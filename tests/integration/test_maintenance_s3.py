@@ -86,10 +86,10 @@ def test_maintenance_on_real_s3_server(tmp_path: Path, s3_endpoint: S3Endpoint, 
     assert orphans, "the failed commit should have left files on S3"
     before = rows_of(table.scan().to_arrow())
 
-    young = TableMaintenance(table).clean_orphan_files(older_than=timedelta(hours=1))
+    young = TableMaintenance(table.refreshed).clean_orphan_files(older_than=timedelta(hours=1))
     assert (young.files_deleted, young.young_orphans_kept) == (0, len(orphans))
 
-    maintenance = TableMaintenance(table, clock=lambda: time.time() + 8 * DAY)
+    maintenance = TableMaintenance(table.refreshed, clock=lambda: time.time() + 8 * DAY)
     ttl = maintenance.expire_change_data()
     rewrite = maintenance.rewrite_manifests()
     expire = maintenance.expire_snapshots()

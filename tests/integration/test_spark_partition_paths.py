@@ -1,7 +1,7 @@
 """Iceberg Java (Spark 3.5, Iceberg 1.10) and we lay the same rows out in the same partition directories.
 
 The partition path is also the key of a partition's optimized sequence in Amoro's Puffin blob,
-so ours must be Java's to the byte (``mixed_iceberg/store/partition_paths.py``). Each spec gets
+so ours must be Java's to the byte (``mixed_iceberg/store/write/partition_paths.py``). Each spec gets
 two plain Iceberg tables: we bulk-load one, Spark inserts the same rows into the other.
 """
 
@@ -17,8 +17,8 @@ import pytest
 from pyiceberg.table import Table
 
 from mixed_iceberg import MixedCatalog, TableFormat
-from mixed_iceberg.store.entries import live_files
-from mixed_iceberg.store.layout import partition_path
+from mixed_iceberg.store.manifests.live_files import live_files
+from mixed_iceberg.store.write.layout import partition_path
 from tests.support.spark import shutdown, spark_session
 from tests.support.tables import local_catalog
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from pyiceberg.manifest import DataFileContent
 
 from mixed_iceberg.optimizing.maintenance.facade import TableMaintenance
-from mixed_iceberg.store.entries import live_files
+from mixed_iceberg.store.manifests.live_files import live_files
 from tests.property.test_merge_oracle import Row, cdc_histories, replay, upsert_histories
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
 
@@ -91,7 +91,7 @@ def _check_across_optimizing(
         kind = runs[step % len(runs)]
         if kind == "maintenance":
             # expire everything old, drop merged change files, clean orphans with no safety window
-            maintenance = TableMaintenance(table, clock=lambda: time.time() + 10**7)
+            maintenance = TableMaintenance(table.refreshed, clock=lambda: time.time() + 10**7)
             maintenance.expire_snapshots()
             maintenance.expire_change_data()
             maintenance.rewrite_manifests()

@@ -21,8 +21,8 @@ from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
 from mixed_iceberg._pyiceberg.row_delta import stage_rewrite
-from mixed_iceberg.store.datafiles import write_data_file
-from mixed_iceberg.store.delete_files import write_position_deletes
+from mixed_iceberg.store.write.data_file import write_data_file
+from mixed_iceberg.store.write.position_deletes import write_position_deletes
 
 __all__ = ["SCHEMA", "Row", "commit", "data_file", "eq_deletes", "new_table", "pos_deletes", "sorted_rows"]
 

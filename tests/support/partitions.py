@@ -27,7 +27,8 @@ from pyiceberg.transforms import BucketTransform
 from pyiceberg.types import LongType, StringType
 
 from mixed_iceberg import MixedTable
-from mixed_iceberg.store.entries import LiveFile, live_files, plan_scan_tasks
+from mixed_iceberg.store.manifests.live_files import LiveFile, live_files
+from mixed_iceberg.store.manifests.scan_tasks import plan_scan_tasks
 from tests.support.tables import local_catalog, rows_of
 
 SCHEMA = pa.schema(

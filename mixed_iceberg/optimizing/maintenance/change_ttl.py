@@ -23,8 +23,8 @@ from pyiceberg.table import Table
 
 from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
 from mixed_iceberg.store.commit import commit_files
-from mixed_iceberg.store.entries import LiveFile, live_files
-from mixed_iceberg.store.layout import partition_path
+from mixed_iceberg.store.manifests.live_files import LiveFile, live_files
+from mixed_iceberg.store.write.layout import partition_path
 
 __all__ = ["BATCH_SIZE", "TtlPlan", "expire_change_files", "plan_change_ttl"]
 

@@ -30,9 +30,12 @@ from mixed_iceberg.options import (
 __all__ = ["MaintenanceConfig", "parse_duration"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MaintenanceConfig:
     """What maintenance reads from a table's (BaseStore) properties.
+
+    No field has a default of its own: the defaults are the option registry's, so a table
+    without these keys is ``MaintenanceConfig.from_properties({})``.
 
     Attributes:
         expire_enabled: ``table-expire.enabled``; gates snapshot expiry in ``run()``.
@@ -46,14 +49,14 @@ class MaintenanceConfig:
             manifests once its current snapshot has at least this many.
     """
 
-    expire_enabled: bool = True
-    snapshot_keep: timedelta = timedelta(minutes=720)
-    snapshot_min_count: int = 1
-    change_ttl: timedelta = timedelta(minutes=10080)
-    orphan_enabled: bool = False
-    orphan_min_age: timedelta = timedelta(minutes=2880)
-    manifest_target_size: int = MANIFEST_TARGET_SIZE.default
-    manifest_min_count: int = MANIFEST_MIN_COUNT_TO_MERGE.default
+    expire_enabled: bool
+    snapshot_keep: timedelta
+    snapshot_min_count: int
+    change_ttl: timedelta
+    orphan_enabled: bool
+    orphan_min_age: timedelta
+    manifest_target_size: int
+    manifest_min_count: int
 
     def __post_init__(self) -> None:
         if self.snapshot_min_count < 1:

@@ -36,7 +36,7 @@ from mixed_iceberg.optimizing.maintenance.results import (
 from mixed_iceberg.typedef import Clock
 
 if TYPE_CHECKING:
-    from mixed_iceberg.table import MixedTable
+    from mixed_iceberg.handle import Refresh, TableHandle
 
 __all__ = ["TableMaintenance"]
 
@@ -57,20 +57,22 @@ class TableMaintenance:
     :meth:`run` only: calling a step directly always runs it.
 
     Args:
-        table: the table to maintain.
+        refresh: reloads the table and returns its fresh handle (``MixedTable.refreshed``);
+            every step starts from the table's latest state.
         clock: current time in epoch seconds; every age is measured against it.
 
     Example:
-        >>> maintenance = TableMaintenance(table)                        # doctest: +SKIP
+        >>> maintenance = TableMaintenance(table.refreshed)              # doctest: +SKIP
         >>> maintenance.expire_snapshots().snapshots_expired             # doctest: +SKIP
         298
         >>> maintenance.clean_orphan_files(timedelta(hours=1), dry_run=True).orphans_found  # doctest: +SKIP
         3
     """
 
-    def __init__(self, table: MixedTable, *, clock: Clock = time.time) -> None:
-        self._table = table
+    def __init__(self, refresh: Refresh, *, clock: Clock = time.time) -> None:
+        self._refresh = refresh
         self._clock = clock
+        self._table: TableHandle = refresh()
 
     def __repr__(self) -> str:
         return f"TableMaintenance({self._table.name!r})"
@@ -82,8 +84,8 @@ class TableMaintenance:
         Raises:
             PropertyError: a maintenance property holds a bad value.
         """
-        self._table.refresh()
-        return MaintenanceConfig.from_properties(self._table.properties, self._table.name)
+        self._table = self._refresh()
+        return self._table.config.maintenance
 
     def _stores(self) -> list[Table]:
         change = self._table.change_store
@@ -291,7 +293,9 @@ class TableMaintenance:
         manifests = self.rewrite_manifests(min_count=config.manifest_min_count)
         expire = self.expire_snapshots() if config.expire_enabled else None
         orphans = self.clean_orphan_files() if config.orphan_enabled else None
-        result = MaintenanceResult(change_ttl, manifests, expire, orphans, time.monotonic() - started)
+        result = MaintenanceResult(
+            change_ttl=change_ttl, manifests=manifests, expire=expire, orphans=orphans, duration_s=time.monotonic() - started
+        )
         log.info(
             "%s: maintenance ran ttl=%s manifests=%s expire=%s orphans=%s in %.1f ms",
             self._table.name,

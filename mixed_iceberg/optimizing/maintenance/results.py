@@ -20,7 +20,7 @@ def _check_counts(result: object) -> None:
             raise ValueError(f"{type(result).__name__}.{field.name}: expected >= 0, found {value}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ExpireResult:
     """Snapshot expiry over every store of a table.
 
@@ -42,7 +42,7 @@ class ExpireResult:
         _check_counts(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class OrphanResult:
     """Orphan-file cleaning over the ``data`` and ``metadata`` folders of every store.
 
@@ -68,7 +68,7 @@ class OrphanResult:
         _check_counts(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ChangeTtlResult:
     """Deletion of ChangeStore files already merged into the BaseStore and older than the TTL.
 
@@ -93,7 +93,7 @@ class ChangeTtlResult:
         _check_counts(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ManifestRewriteResult:
     """Manifest rewriting over every store of a table.
 
@@ -117,7 +117,7 @@ class ManifestRewriteResult:
         _check_counts(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MaintenanceResult:
     """One :meth:`TableMaintenance.run`; a step that did not run (disabled, or not keyed) is ``None``."""
 

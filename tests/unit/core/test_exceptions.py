@@ -36,6 +36,7 @@ PINNED = [
     "NotKeyedTableError",
     "OptimizedSequenceMismatchError",
     "PropertyError",
+    "RepeatedKeyError",
     "SchemaEvolutionError",
     "SchemaMismatchError",
     "SnapshotExpiredError",

@@ -183,7 +183,7 @@ def test_time_travel_after_expiry_raises_instead_of_answering_wrongly(catalog: M
     table.optimizing.run("full")
     for _ in range(2):
         table.bulk_load(table.scan().to_arrow(), overwrite=True)
-    TableMaintenance(table, clock=lambda: time.time() + 10**7).expire_snapshots()
+    TableMaintenance(table.refreshed, clock=lambda: time.time() + 10**7).expire_snapshots()
     table.refresh()
     assert table.change_store is not None
     assert table.change_store.metadata.snapshot_by_id(snapshots[2].snapshot_id) is not None  # type: ignore[union-attr]
@@ -201,7 +201,7 @@ def test_tables_partitioned_by_a_column_outside_the_key_are_merged_across_partit
     from mixed_iceberg.optimizing.engine import crosses_partitions
 
     table = catalog.create_table(f"db.x{next(_names)}", ORDERS_SCHEMA, primary_key=["id"], partition_by=partition_by)
-    assert crosses_partitions(table) is moves
+    assert crosses_partitions(table.handle) is moves
 
 
 def test_a_base_row_newer_than_the_tail_hides_it_even_when_the_filter_drops_the_base_row(catalog: MixedCatalog) -> None:
@@ -209,8 +209,8 @@ def test_a_base_row_newer_than_the_tail_hides_it_even_when_the_filter_drops_the_
     above the unmerged change rows: its row is the key's latest, whatever the value filter."""
     from mixed_iceberg.schema import arrow_schema
     from mixed_iceberg.store.commit import commit_files
-    from mixed_iceberg.store.layout import split_sized
-    from mixed_iceberg.store.writing import write_groups
+    from mixed_iceberg.store.write.layout import split_sized
+    from mixed_iceberg.store.write.parallel import write_groups
     from mixed_iceberg.typedef import DataFileType
 
     table = _table(catalog)
@@ -218,7 +218,7 @@ def test_a_base_row_newer_than_the_tail_hides_it_even_when_the_filter_drops_the_
     base = table.refresh().base_store
     rows = changes([("+I", 1, "newer", 1, 1.0)]).drop_columns(["_change_action"]).cast(arrow_schema(table.schema()))
     writer = table.writer_identity()
-    groups = split_sized(base, rows, table.primary_key, table.options.base_buckets, table.options.target_file_size)
+    groups = split_sized(base, rows, table.primary_key, table.config.layout.base_buckets, table.config.layout.target_file_size)
     files = write_groups(base, groups, base.schema(), lambda g: writer.file_name(g.node, DataFileType.BASE_FILE, 99))
     commit_files(base, added=files, table_name=table.name)
     assert rows_of(table.scan().to_arrow()) == [(1, "newer", 1, 1.0), (2, "keep", 7, 1.0)]

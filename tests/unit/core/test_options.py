@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mixed_iceberg.exceptions import PropertyError
-from mixed_iceberg.options import OPTIONS, TableOptions, options_markdown, validate_properties
+from mixed_iceberg.options import OPTIONS, LayoutConfig, options_markdown, validate_properties
 
 
 @pytest.mark.parametrize(
@@ -33,7 +33,7 @@ def test_defaults_are_amoros(key: str, default: object) -> None:
 
 
 def test_typed_options_parse_once() -> None:
-    options = TableOptions.from_properties(
+    options = LayoutConfig.from_properties(
         {"change.file-index.hash-bucket": "16", "write.upsert.enabled": "TRUE", "log-store.topic": "t"}
     )
     assert (options.change_buckets, options.base_buckets, options.upsert, options.log_store_topic) == (16, 4, True, "t")

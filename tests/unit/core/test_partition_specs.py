@@ -18,8 +18,8 @@ from pyiceberg.utils.datetime import date_to_days, datetime_to_micros, time_to_m
 
 from mixed_iceberg import TableFormat
 from mixed_iceberg.exceptions import ConfigError
-from mixed_iceberg.store.layout import partition_path
-from mixed_iceberg.store.partition_paths import java_double_string
+from mixed_iceberg.store.write.layout import partition_path
+from mixed_iceberg.store.write.partition_paths import java_double_string
 from tests.support.partitions import (
     ANCHORS,
     SCHEMA,

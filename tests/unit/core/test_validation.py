@@ -124,7 +124,7 @@ def test_good_optimizing_filter_limits_optimizing_to_its_partitions(tmp_path: Pa
 def test_update_properties_changes_both_stores_and_refreshes(tmp_path: Path) -> None:
     table = _loaded(local_catalog(tmp_path), **{"self-optimizing.quota": "0.3"})
     table.update_properties({"write.upsert.enabled": "true", "self-optimizing.group": "fast"}, removals=["self-optimizing.quota"])
-    assert table.options.upsert
+    assert table.config.layout.upsert
     assert table.change_store is not None
     for store in (table.base_store, table.change_store):
         assert store.properties["write.upsert.enabled"] == "true"

@@ -15,8 +15,8 @@ from mixed_iceberg.exceptions import NotKeyedTableError
 from mixed_iceberg.optimizing.maintenance import TableMaintenance
 from mixed_iceberg.optimizing.maintenance import change_ttl as change_ttl_module
 from mixed_iceberg.store.commit import commit_files
-from mixed_iceberg.store.entries import live_files
-from mixed_iceberg.store.layout import partition_path
+from mixed_iceberg.store.manifests.live_files import live_files
+from mixed_iceberg.store.write.layout import partition_path
 from tests.support.tables import ORDERS_SCHEMA, local_catalog
 from tests.unit.maintenance.support import DAY, FakeClock, assert_replay_is_noop, keyed_table, merged_rows, write_changes
 
@@ -40,7 +40,7 @@ def test_old_merged_change_files_are_deleted_and_unmerged_ones_kept(tmp_path: Pa
     files = _change_files(table)
     unmerged = [path for path, seq in files if seq > optimized]
     before = merged_rows(table)
-    result = TableMaintenance(table, clock=FakeClock(8 * DAY)).expire_change_data()
+    result = TableMaintenance(table.refreshed, clock=FakeClock(8 * DAY)).expire_change_data()
     remaining = _change_files(table)
     assert sorted(path for path, _ in remaining) == sorted(unmerged)
     assert result.files_deleted == len(files) - len(unmerged)
@@ -56,7 +56,7 @@ def test_unmerged_change_files_are_never_deleted_however_old(tmp_path: Path) -> 
     table = keyed_table(tmp_path, commits=4)
     files = _change_files(table)
     before = merged_rows(table)
-    result = TableMaintenance(table, clock=FakeClock(365 * DAY)).expire_change_data()
+    result = TableMaintenance(table.refreshed, clock=FakeClock(365 * DAY)).expire_change_data()
     assert (result.files_deleted, result.unmerged_kept, result.commits) == (0, len(files), 0)
     assert _change_files(table) == files
     assert merged_rows(table) == before
@@ -66,7 +66,7 @@ def test_merged_change_files_younger_than_the_ttl_stay(tmp_path: Path) -> None:
     table = keyed_table(tmp_path, commits=3)
     _merge_into_base(table)
     files = _change_files(table)
-    result = TableMaintenance(table, clock=FakeClock(6 * DAY)).expire_change_data()  # TTL is 7 days
+    result = TableMaintenance(table.refreshed, clock=FakeClock(6 * DAY)).expire_change_data()  # TTL is 7 days
     assert result.files_deleted == 0
     assert _change_files(table) == files
 
@@ -74,7 +74,7 @@ def test_merged_change_files_younger_than_the_ttl_stay(tmp_path: Path) -> None:
 def test_ttl_property_sets_the_age(tmp_path: Path) -> None:
     table = keyed_table(tmp_path, commits=3, properties={"change.data.ttl.minutes": "60"})
     _merge_into_base(table)
-    assert TableMaintenance(table, clock=FakeClock(3600 + 60)).expire_change_data().files_deleted > 0
+    assert TableMaintenance(table.refreshed, clock=FakeClock(3600 + 60)).expire_change_data().files_deleted > 0
 
 
 def test_only_partitions_whose_optimized_sequence_covers_the_file_lose_it(tmp_path: Path) -> None:
@@ -90,7 +90,7 @@ def test_only_partitions_whose_optimized_sequence_covers_the_file_lose_it(tmp_pa
 
     commit_files(table.base_store, added=[], summary=summary_flags(), stage=stage)
     before = merged_rows(table)
-    result = TableMaintenance(table, clock=FakeClock(8 * DAY)).expire_change_data()
+    result = TableMaintenance(table.refreshed, clock=FakeClock(8 * DAY)).expire_change_data()
     left = {partition_path(change, f.data_file) for f in live_files(change.refresh(), change.current_snapshot())}
     assert "cat=a" not in left
     assert left == {"cat=b", "cat=c"}
@@ -104,7 +104,7 @@ def test_deletion_commits_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyP
     _merge_into_base(table)
     count = len(_change_files(table))
     snapshots = len(table.change_store.metadata.snapshots)  # type: ignore[union-attr]
-    result = TableMaintenance(table, clock=FakeClock(8 * DAY)).expire_change_data()
+    result = TableMaintenance(table.refreshed, clock=FakeClock(8 * DAY)).expire_change_data()
     assert result.files_deleted == count
     assert result.commits == math.ceil(count / 3)
     assert len(table.refresh().change_store.metadata.snapshots) == snapshots + result.commits  # type: ignore[union-attr]
@@ -115,7 +115,7 @@ def test_files_stay_on_storage_until_snapshot_expiry_drops_their_last_reference(
     table = keyed_table(tmp_path, commits=3)
     _merge_into_base(table)
     paths = [path.removeprefix("file://") for path, _ in _change_files(table)]
-    maintenance = TableMaintenance(table, clock=FakeClock(8 * DAY))
+    maintenance = TableMaintenance(table.refreshed, clock=FakeClock(8 * DAY))
     maintenance.expire_change_data()
     assert all(os.path.exists(p) for p in paths)  # older snapshots still reference them
     maintenance.expire_snapshots()
@@ -130,4 +130,4 @@ def test_files_stay_on_storage_until_snapshot_expiry_drops_their_last_reference(
 def test_unkeyed_tables_have_no_change_data(tmp_path: Path) -> None:
     table = local_catalog(tmp_path).create_table("db.log", ORDERS_SCHEMA)
     with pytest.raises(NotKeyedTableError, match=r"db\.log: change-data TTL needs a keyed table"):
-        TableMaintenance(table).expire_change_data()
+        TableMaintenance(table.refreshed).expire_change_data()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import pytest
@@ -67,7 +68,16 @@ def test_properties_are_parsed_once_into_typed_values() -> None:
             "commit.manifest.min-count-to-merge": "10",
         }
     )
-    assert config == MaintenanceConfig(False, timedelta(hours=2), 3, timedelta(hours=1), True, timedelta(minutes=5), 1024, 10)
+    assert config == MaintenanceConfig(
+        expire_enabled=False,
+        snapshot_keep=timedelta(hours=2),
+        snapshot_min_count=3,
+        change_ttl=timedelta(hours=1),
+        orphan_enabled=True,
+        orphan_min_age=timedelta(minutes=5),
+        manifest_target_size=1024,
+        manifest_min_count=10,
+    )
 
 
 @pytest.mark.parametrize(
@@ -90,4 +100,4 @@ def test_bad_property_values_name_the_key(key: str, value: str, expected: str) -
 
 def test_config_rejects_impossible_values() -> None:
     with pytest.raises(ValueError, match="snapshot_min_count: expected >= 1, found 0"):
-        MaintenanceConfig(snapshot_min_count=0)
+        dataclasses.replace(MaintenanceConfig.from_properties({}), snapshot_min_count=0)

@@ -105,7 +105,7 @@ def test_keyed_table_expiry_keeps_reads_and_replays_and_deletes_only_unreference
     write_changes(table, range(6, 8), writer="other")
     before = merged_rows(table)
     clock = FakeClock(DAY)
-    result = TableMaintenance(table, clock=clock).expire_snapshots()
+    result = TableMaintenance(table.refreshed, clock=clock).expire_snapshots()
     assert table.change_store is not None
     change = table.change_store
     # writer "ingest" last committed 2 snapshots ago: the chain back to it stays
@@ -124,7 +124,7 @@ def test_keyed_table_expiry_keeps_reads_and_replays_and_deletes_only_unreference
 
 def test_young_snapshots_are_not_expired_by_default(tmp_path: Path) -> None:
     table = keyed_table(tmp_path)
-    result = TableMaintenance(table).expire_snapshots()
+    result = TableMaintenance(table.refreshed).expire_snapshots()
     assert (result.snapshots_expired, result.files_deleted) == (0, 0)
 
 
@@ -132,7 +132,7 @@ def test_keep_min_count_property_is_honoured(tmp_path: Path) -> None:
     table = keyed_table(tmp_path, commits=0, properties={"snapshot.keep.min-count": "3"})
     for _ in range(5):
         table.bulk_load(base_rows(3), overwrite=True)  # a load into a table with rows goes to the ChangeStore
-    TableMaintenance(table, clock=FakeClock(DAY)).expire_snapshots()
+    TableMaintenance(table.refreshed, clock=FakeClock(DAY)).expire_snapshots()
     assert len(table.base_store.metadata.snapshots) == 3
 
 
@@ -145,7 +145,7 @@ def test_optimized_sequence_snapshot_survives_so_merge_on_read_still_hides_merge
         table.base_store.append(base_rows(1).set_column(0, "id", pa.array([key], pa.int64())).cast(ORDERS_SCHEMA))
     before = merged_rows(table)
     sequence = read_optimized_sequence(table.base_store, table.base_store.current_snapshot())
-    TableMaintenance(table, clock=FakeClock(DAY)).expire_snapshots()
+    TableMaintenance(table.refreshed, clock=FakeClock(DAY)).expire_snapshots()
     base = table.base_store
     assert base.metadata.snapshot_by_id(flagged.snapshot_id) is not None
     assert base.metadata.snapshots[0].snapshot_id == flagged.snapshot_id
@@ -159,7 +159,7 @@ def test_files_removed_from_the_table_are_deleted_once_their_last_snapshot_expir
     old_files = [f.removeprefix("file://") for f in table.base_store.inspect.files().column("file_path").to_pylist()]
     table.bulk_load(base_rows(10), overwrite=True)
     before = merged_rows(table)
-    result = TableMaintenance(table, clock=FakeClock(DAY)).expire_snapshots()
+    result = TableMaintenance(table.refreshed, clock=FakeClock(DAY)).expire_snapshots()
     assert result.files_deleted >= len(old_files)
     assert not any(os.path.exists(path) for path in old_files)
     assert merged_rows(table) == before
@@ -169,7 +169,7 @@ def test_delete_files_false_only_edits_metadata(tmp_path: Path) -> None:
     table = keyed_table(tmp_path, commits=0)
     old_files = [f.removeprefix("file://") for f in table.base_store.inspect.files().column("file_path").to_pylist()]
     table.bulk_load(base_rows(10), overwrite=True)
-    result = TableMaintenance(table, clock=FakeClock(DAY)).expire_snapshots(delete_files=False)
+    result = TableMaintenance(table.refreshed, clock=FakeClock(DAY)).expire_snapshots(delete_files=False)
     assert result.snapshots_expired == 1
     assert result.files_deleted == 0
     assert all(os.path.exists(path) for path in old_files)
@@ -187,7 +187,7 @@ def test_partition_statistics_of_expired_snapshots_are_dropped(tmp_path: Path) -
         base, (AssertTableUUID(uuid=base.metadata.table_uuid),), (SetPartitionStatisticsUpdate(partition_statistics=stats),)
     )
     table.bulk_load(base_rows(3), overwrite=True)
-    TableMaintenance(table, clock=FakeClock(DAY)).expire_snapshots()
+    TableMaintenance(table.refreshed, clock=FakeClock(DAY)).expire_snapshots()
     assert base.metadata.snapshot_by_id(first.snapshot_id) is None
     assert base.metadata.partition_statistics == []
 
@@ -198,6 +198,6 @@ def test_unkeyed_and_plain_iceberg_tables_expire_their_one_store(tmp_path: Path,
     for start in range(0, 40, 10):
         table.base_store.append(base_rows(40).cast(ORDERS_SCHEMA).slice(start, 10))
     before = merged_rows(table)
-    result = TableMaintenance(table, clock=FakeClock(DAY)).expire_snapshots()
+    result = TableMaintenance(table.refreshed, clock=FakeClock(DAY)).expire_snapshots()
     assert (result.snapshots_expired, result.snapshots_kept) == (3, 1)
     assert merged_rows(table) == before

@@ -31,7 +31,7 @@ def test_run_on_a_keyed_table_runs_the_enabled_steps(tmp_path: Path) -> None:
     table = keyed_table(tmp_path, commits=4)
     table.bulk_load(table.scan().to_arrow(), overwrite=True)
     before = merged_rows(table)
-    result = TableMaintenance(table, clock=FakeClock(8 * DAY)).run()
+    result = TableMaintenance(table.refreshed, clock=FakeClock(8 * DAY)).run()
     assert isinstance(result, MaintenanceResult)
     assert isinstance(result.change_ttl, ChangeTtlResult)
     assert isinstance(result.manifests, ManifestRewriteResult)
@@ -46,7 +46,7 @@ def test_run_on_a_keyed_table_runs_the_enabled_steps(tmp_path: Path) -> None:
 
 def test_properties_gate_the_steps_of_run(tmp_path: Path) -> None:
     table = keyed_table(tmp_path, commits=2, properties={"table-expire.enabled": "false", "clean-orphan-file.enabled": "true"})
-    result = TableMaintenance(table, clock=FakeClock(DAY)).run()
+    result = TableMaintenance(table.refreshed, clock=FakeClock(DAY)).run()
     assert result.expire is None
     assert isinstance(result.orphans, OrphanResult)
 
@@ -57,7 +57,7 @@ def test_run_on_single_store_tables_skips_the_change_ttl(tmp_path: Path, table_f
     for _ in range(3):
         table.base_store.append(base_rows(5).cast(ORDERS_SCHEMA))
     before = merged_rows(table)
-    result = TableMaintenance(table, clock=FakeClock(DAY)).run()
+    result = TableMaintenance(table.refreshed, clock=FakeClock(DAY)).run()
     assert result.change_ttl is None
     assert result.expire is not None
     assert result.expire.snapshots_expired == 2
@@ -65,15 +65,15 @@ def test_run_on_single_store_tables_skips_the_change_ttl(tmp_path: Path, table_f
 
 
 def test_results_are_frozen_and_reject_negative_counts(tmp_path: Path) -> None:
-    result = TableMaintenance(keyed_table(tmp_path, commits=1)).expire_snapshots()
+    result = TableMaintenance(keyed_table(tmp_path, commits=1).refreshed).expire_snapshots()
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.files_deleted = 3  # type: ignore[misc]
     with pytest.raises(ValueError, match=r"ExpireResult.files_deleted: expected >= 0, found -1"):
-        ExpireResult(0, 0, -1, 0, 0.0)
+        ExpireResult(snapshots_expired=0, snapshots_kept=0, files_deleted=-1, bytes_deleted=0, duration_s=0.0)
 
 
 def test_every_step_logs_one_info_line(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    maintenance = TableMaintenance(keyed_table(tmp_path, commits=2), clock=FakeClock(DAY))
+    maintenance = TableMaintenance(keyed_table(tmp_path, commits=2).refreshed, clock=FakeClock(DAY))
     steps: list[Callable[[], object]] = [
         maintenance.expire_snapshots,
         maintenance.clean_orphan_files,
@@ -131,7 +131,7 @@ def test_interleaved_writes_merges_and_maintenance_read_like_a_plain_replay(tmp_
     )
     state: dict[int, tuple[object, ...]] = {}
     clock = FakeClock()
-    maintenance = TableMaintenance(table, clock=clock)
+    maintenance = TableMaintenance(table.refreshed, clock=clock)
     for round_no in range(12):
         _random_round(table, state, rng, round_no)
         if rng.random() < 0.4:

@@ -14,7 +14,7 @@ from pyiceberg.table.snapshots import Operation
 from mixed_iceberg import MixedTable
 from mixed_iceberg.optimizing.maintenance import TableMaintenance
 from mixed_iceberg.optimizing.maintenance.manifests import pack_manifests
-from mixed_iceberg.store.entries import live_files
+from mixed_iceberg.store.manifests.live_files import live_files
 from tests.support.duckdb_iceberg import read_iceberg
 from tests.support.tables import ORDERS_SCHEMA, local_catalog, rows_of
 from tests.unit.maintenance.support import (
@@ -54,7 +54,7 @@ def test_rewrite_merges_manifests_and_every_reader_sees_the_same_rows(tmp_path: 
         table.base_store.append(rows.set_column(0, "id", pa.array([start, start + 1], pa.int64())).cast(ORDERS_SCHEMA))
     before_rows = merged_rows(table)
     before = {id(s): (_manifest_count(s), _live(s), _readers(s), s.current_snapshot().summary) for s in _stores(table)}  # type: ignore[union-attr]
-    result = TableMaintenance(table).rewrite_manifests()
+    result = TableMaintenance(table.refreshed).rewrite_manifests()
     assert result.commits == 2
     assert result.manifests_before == 8 + 4
     assert result.manifests_after == 2
@@ -77,7 +77,7 @@ def test_rewrite_merges_manifests_and_every_reader_sees_the_same_rows(tmp_path: 
 def test_nothing_to_merge_writes_no_snapshot(tmp_path: Path) -> None:
     table = keyed_table(tmp_path, commits=1)
     snapshots = [len(s.metadata.snapshots) for s in _stores(table)]
-    result = TableMaintenance(table).rewrite_manifests()
+    result = TableMaintenance(table.refreshed).rewrite_manifests()
     assert (result.commits, result.manifests_written) == (0, 0)
     assert [len(s.refresh().metadata.snapshots) for s in _stores(table)] == snapshots
 
@@ -92,7 +92,7 @@ def test_target_size_bounds_merged_manifests(tmp_path: Path) -> None:
     change.transaction().set_properties({"commit.manifest.target-size-bytes": str(2 * size)}).commit_transaction()
     table.base_store.transaction().set_properties({"commit.manifest.target-size-bytes": str(2 * size)}).commit_transaction()
     before = merged_rows(table)
-    TableMaintenance(table).rewrite_manifests()
+    TableMaintenance(table.refreshed).rewrite_manifests()
     assert 2 <= _manifest_count(change) <= 4
     assert merged_rows(table) == before
 
@@ -100,7 +100,7 @@ def test_target_size_bounds_merged_manifests(tmp_path: Path) -> None:
 def test_entries_of_deleted_files_are_dropped(tmp_path: Path) -> None:
     table = keyed_table(tmp_path, commits=3)
     table.bulk_load(table.scan().to_arrow(), overwrite=True)
-    maintenance = TableMaintenance(table, clock=FakeClock(8 * 86400))
+    maintenance = TableMaintenance(table.refreshed, clock=FakeClock(8 * 86400))
     maintenance.expire_change_data()  # an overwrite: manifests now carry DELETED entries
     change = table.refresh().change_store
     assert change is not None
@@ -116,9 +116,9 @@ def test_run_rewrites_only_past_the_min_count(tmp_path: Path) -> None:
     # Appends merge manifests themselves at the same count: off here, so they pile up for run().
     properties = {"commit.manifest.min-count-to-merge": "5", "commit.manifest-merge.enabled": "false"}
     table = keyed_table(tmp_path, commits=4, properties=properties)
-    assert TableMaintenance(table).run().manifests.commits == 0  # type: ignore[union-attr]
+    assert TableMaintenance(table.refreshed).run().manifests.commits == 0  # type: ignore[union-attr]
     write_changes(table, range(4, 6))
-    assert TableMaintenance(table).run().manifests.commits == 1  # type: ignore[union-attr]
+    assert TableMaintenance(table.refreshed).run().manifests.commits == 1  # type: ignore[union-attr]
 
 
 def test_a_commit_racing_the_rewrite_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -137,7 +137,7 @@ def test_a_commit_racing_the_rewrite_is_kept(tmp_path: Path, monkeypatch: pytest
     change = table.change_store
     assert change is not None
     before = _manifest_count(change)
-    TableMaintenance(table).rewrite_manifests()
+    TableMaintenance(table.refreshed).rewrite_manifests()
     monkeypatch.undo()
     assert calls["n"] >= 3  # the racer, the failed attempt, the retry
     assert _manifest_count(change) == 1 < before
@@ -183,7 +183,7 @@ def test_position_delete_manifests_from_optimizing_are_merged_apart_from_data_ma
     before_live = _live(base)
     ours, duck = _readers(base)
     assert ours == duck
-    maintenance = TableMaintenance(table, clock=FakeClock(8 * 86400))
+    maintenance = TableMaintenance(table.refreshed, clock=FakeClock(8 * 86400))
     maintenance.rewrite_manifests()
     manifests = base.refresh().current_snapshot().manifests(base.io)  # type: ignore[union-attr]
     assert sorted(m.content for m in manifests) == [ManifestContent.DATA, ManifestContent.DELETES]

@@ -17,7 +17,7 @@ from mixed_iceberg.exceptions import CommitStateUnknownError
 from mixed_iceberg.optimizing.maintenance import TableMaintenance
 from mixed_iceberg.optimizing.maintenance.reachability import References
 from mixed_iceberg.store.commit import commit_files
-from mixed_iceberg.store.entries import live_files
+from mixed_iceberg.store.manifests.live_files import live_files
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog
 from tests.unit.maintenance.support import (
     FakeClock,
@@ -86,7 +86,7 @@ def test_files_of_a_commit_that_did_not_land_are_removed_and_everything_referenc
     os.utime(young, (clock() - 60, clock() - 60))
     before = merged_rows(table)
 
-    result = TableMaintenance(table, clock=clock).clean_orphan_files(older_than=timedelta(hours=1))
+    result = TableMaintenance(table.refreshed, clock=clock).clean_orphan_files(older_than=timedelta(hours=1))
 
     assert result.files_deleted == len(leftovers)
     assert result.bytes_deleted == leftover_bytes
@@ -104,11 +104,11 @@ def test_safety_window_defaults_to_the_table_property(tmp_path: Path, monkeypatc
     table = keyed_table(tmp_path, commits=1)
     _failed_commit(table, monkeypatch)
     files = _files(tmp_path)
-    kept = TableMaintenance(table, clock=FakeClock(47 * HOUR)).clean_orphan_files()  # window 2880 min = 48 h
+    kept = TableMaintenance(table.refreshed, clock=FakeClock(47 * HOUR)).clean_orphan_files()  # window 2880 min = 48 h
     assert (kept.files_deleted, kept.young_orphans_kept) == (0, kept.orphans_found)
     assert kept.orphans_found > 0
     assert _files(tmp_path) == files
-    gone = TableMaintenance(table, clock=FakeClock(49 * HOUR)).clean_orphan_files()
+    gone = TableMaintenance(table.refreshed, clock=FakeClock(49 * HOUR)).clean_orphan_files()
     assert gone.files_deleted == kept.orphans_found
 
 
@@ -116,7 +116,7 @@ def test_dry_run_counts_without_deleting(tmp_path: Path, monkeypatch: pytest.Mon
     table = keyed_table(tmp_path, commits=1)
     _failed_commit(table, monkeypatch)
     files = _files(tmp_path)
-    result = TableMaintenance(table, clock=FakeClock(HOUR)).clean_orphan_files(timedelta(0), dry_run=True)
+    result = TableMaintenance(table.refreshed, clock=FakeClock(HOUR)).clean_orphan_files(timedelta(0), dry_run=True)
     assert result.orphans_found > 0
     assert result.files_deleted == 0
     assert _files(tmp_path) == files
@@ -125,7 +125,7 @@ def test_dry_run_counts_without_deleting(tmp_path: Path, monkeypatch: pytest.Mon
 def test_a_clean_table_has_no_orphans_and_every_file_is_referenced(tmp_path: Path) -> None:
     table = keyed_table(tmp_path, commits=4)
     table.bulk_load(table.scan().to_arrow(), overwrite=True)
-    result = TableMaintenance(table, clock=FakeClock(HOUR)).clean_orphan_files(timedelta(0))
+    result = TableMaintenance(table.refreshed, clock=FakeClock(HOUR)).clean_orphan_files(timedelta(0))
     assert result.orphans_found == 0
     assert result.files_listed == result.files_referenced == len(_files(tmp_path))
 
@@ -133,7 +133,7 @@ def test_a_clean_table_has_no_orphans_and_every_file_is_referenced(tmp_path: Pat
 def test_negative_window_is_rejected(tmp_path: Path) -> None:
     table = keyed_table(tmp_path, commits=0)
     with pytest.raises(ValueError, match="older_than expected a duration >= 0"):
-        TableMaintenance(table).clean_orphan_files(timedelta(minutes=-1))
+        TableMaintenance(table.refreshed).clean_orphan_files(timedelta(minutes=-1))
 
 
 @pytest.mark.parametrize("table_format", [TableFormat.MIXED_ICEBERG, TableFormat.ICEBERG], ids=["unkeyed", "iceberg"])
@@ -143,7 +143,7 @@ def test_unkeyed_and_plain_iceberg_tables_are_cleaned(tmp_path: Path, table_form
     stray = Path(table.base_store.location().removeprefix("file://")) / "data" / "stray.parquet"
     stray.write_bytes(b"x" * 10)
     before = merged_rows(table)
-    result = TableMaintenance(table, clock=lambda: time.time() + HOUR).clean_orphan_files(timedelta(minutes=30))
+    result = TableMaintenance(table.refreshed, clock=lambda: time.time() + HOUR).clean_orphan_files(timedelta(minutes=30))
     assert (result.files_deleted, result.bytes_deleted) == (1, 10)
     assert not stray.exists()
     assert merged_rows(table) == before

@@ -226,7 +226,7 @@ def test_summary_copy_survives_a_commit_retried_after_a_concurrent_commit(tmp_pa
 
 def test_repair_puts_the_optimized_sequence_back_into_a_puffin_file_once(tmp_path: Path) -> None:
     table = _optimized(tmp_path)
-    maintenance = TableMaintenance(table)
+    maintenance = TableMaintenance(table.refreshed)
     assert maintenance.repair_optimized_sequence() is None, "nothing to repair yet"
     merged = rows_of(table.scan().to_arrow())
     replaced = table.base_store.current_snapshot()
@@ -253,7 +253,7 @@ def test_repair_without_a_copy_raises(tmp_path: Path) -> None:
     _flag_without_copy(table, 1)
     _replace_statistics(table.refresh().base_store, [SKETCH])
     with pytest.raises(OptimizedSequenceMismatchError):
-        TableMaintenance(table.refresh()).repair_optimized_sequence()
+        TableMaintenance(table.refreshed).repair_optimized_sequence()
 
 
 def test_flagged_snapshot_expired_by_another_engine_raises_instead_of_reading_merged_rows_again(tmp_path: Path) -> None:

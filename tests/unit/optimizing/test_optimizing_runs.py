@@ -19,9 +19,9 @@ from mixed_iceberg.exceptions import CommitConflictError
 from mixed_iceberg.optimizing.engine import TableOptimizing
 from mixed_iceberg.optimizing.model import OptimizingType
 from mixed_iceberg.store.commit import commit_files
-from mixed_iceberg.store.datafiles import write_data_file
-from mixed_iceberg.store.delete_files import write_position_deletes
-from mixed_iceberg.store.entries import live_files
+from mixed_iceberg.store.manifests.live_files import live_files
+from mixed_iceberg.store.write.data_file import write_data_file
+from mixed_iceberg.store.write.position_deletes import write_position_deletes
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
 
 
@@ -83,10 +83,10 @@ def test_position_deletes_from_a_composite_key_hit_only_rows_with_the_whole_key(
 
 def test_evaluation_is_idle_on_a_fresh_table_and_pending_after_enough_commits(tmp_path: Path) -> None:
     table = _keyed(tmp_path)
-    clock = TableOptimizing(table, clock=lambda: 0.0)
+    clock = TableOptimizing(table.refreshed, clock=lambda: 0.0)
     assert clock.evaluate().type is None
     _churn(table, 6)  # 6 commits x (1 I + 1 ED file per touched node) >= 12 small files
-    assert TableOptimizing(table, clock=lambda: 0.0).evaluate().type is OptimizingType.MINOR
+    assert TableOptimizing(table.refreshed, clock=lambda: 0.0).evaluate().type is OptimizingType.MINOR
 
 
 def test_concurrent_change_commits_are_kept_not_merged_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -148,14 +148,14 @@ def test_losing_optimizer_deletes_what_it_wrote(tmp_path: Path) -> None:
 
     table = _keyed(tmp_path)
     _churn(table, 2)
-    collected = collect(table)
+    collected = collect(table.handle)
     cfg = table.optimizing.config
     evaluation = evaluate_table(table.name, collected.partitions, cfg, keyed=True, now_ms=0, last_full_ms=0)
     tasks = plan_tasks(collected.partitions, evaluation, cfg, keyed=True, requested=OptimizingType.MINOR)
-    outputs = [execute_task(table, collected, t, table.writer_identity()) for t in tasks]
+    outputs = [execute_task(table.handle, collected, t, table.writer_identity()) for t in tasks]
     local_catalog(tmp_path).load_table("db.t").optimizing.run("minor")  # the winner
     with pytest.raises(CommitConflictError, match="optimiz"):
-        commit_outputs(table, OptimizingType.MINOR, outputs, 0)
+        commit_outputs(table.handle, OptimizingType.MINOR, outputs, 0)
     written = [f.file_path.removeprefix("file://") for o in outputs for f in o.added_data]
     assert written
     assert not any(Path(p).exists() for p in written)

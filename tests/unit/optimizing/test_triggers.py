@@ -19,7 +19,7 @@ from mixed_iceberg.optimizing.model import (
 )
 from mixed_iceberg.optimizing.plan import change_prefix, plan_partition
 from mixed_iceberg.optimizing.tiers import size_tier
-from mixed_iceberg.store.layout import chunk_rows
+from mixed_iceberg.store.write.layout import chunk_rows
 
 MB = 1024 * 1024
 HOUR = 3_600_000

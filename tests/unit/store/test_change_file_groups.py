@@ -11,7 +11,7 @@ import pytest
 
 from mixed_iceberg.changestore import writer as change_writer
 from mixed_iceberg.format import tree_node_ids
-from mixed_iceberg.store.layout import split_rows
+from mixed_iceberg.store.write.layout import split_rows
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog
 
 

@@ -85,7 +85,7 @@ def test_appends_merge_manifests_and_leave_no_unreferenced_file(tmp_path: Path) 
     assert len(snapshot.manifests(store.io)) < 4  # 13 appends, one manifest each without merging
     assert [row[0] for row in rows_of(table.scan().to_arrow())] == list(range(13))
     # merged-away manifests are deleted by the commit itself, not left for orphan cleaning
-    assert TableMaintenance(table).clean_orphan_files(timedelta(0), dry_run=True).orphans_found == 0
+    assert TableMaintenance(table.refreshed).clean_orphan_files(timedelta(0), dry_run=True).orphans_found == 0
 
 
 def test_merging_can_be_turned_off_per_store(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.typedef import Record
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestamptzType
 
-from mixed_iceberg.store.datafiles import dictionary_columns, write_data_file
+from mixed_iceberg.store.write.data_file import dictionary_columns, write_data_file
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True),

@@ -22,9 +22,14 @@ from pyiceberg.table.snapshots import Operation
 from pyiceberg.typedef import Record
 
 from mixed_iceberg._pyiceberg.row_delta import stage_rewrite
-from mixed_iceberg.store.delete_files import FILE_PATH_FIELD_ID, POS_FIELD_ID, POSITION_DELETE_SCHEMA, write_position_deletes
-from mixed_iceberg.store.entries import LiveFile, live_files
 from mixed_iceberg.store.equality_deletes import anti_join_null_safe, plan_equality_scan, scan_with_equality_deletes
+from mixed_iceberg.store.manifests.live_files import LiveFile, live_files
+from mixed_iceberg.store.write.position_deletes import (
+    FILE_PATH_FIELD_ID,
+    POS_FIELD_ID,
+    POSITION_DELETE_SCHEMA,
+    write_position_deletes,
+)
 from tests.support.iceberg_files import SCHEMA, Row, commit, data_file, eq_deletes, new_table, pos_deletes, sorted_rows
 
 

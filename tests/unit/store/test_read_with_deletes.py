@@ -1,5 +1,5 @@
-"""Reading data files with position deletes (reader/data_files.py) against pyiceberg's own reader,
-and delete-file planning from cached manifest entries (store/entries.py)."""
+"""Reading data files with position deletes (reader/file_reads.py) against pyiceberg's own reader,
+and delete-file planning from cached manifest entries (store/manifests/live_files.py)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from pyiceberg.table import FileScanTask
 from pyiceberg.typedef import Record
 
 from mixed_iceberg.exceptions import CorruptTableError
-from mixed_iceberg.reader.data_files import deleted_positions, read_data_files, read_positional
-from mixed_iceberg.store.datafiles import write_data_file
-from mixed_iceberg.store.delete_files import referenced_data_file
-from mixed_iceberg.store.entries import plan_scan_tasks
+from mixed_iceberg.reader.file_reads import deleted_positions, read_data_files, read_positional
+from mixed_iceberg.store.manifests.scan_tasks import plan_scan_tasks
+from mixed_iceberg.store.write.data_file import write_data_file
+from mixed_iceberg.store.write.position_deletes import referenced_data_file
 from tests.support.iceberg_files import SCHEMA, commit, data_file, new_table, pos_deletes, sorted_rows
 
 # --- reading: position deletes applied by the reader's mask, against pyiceberg's own reader ---

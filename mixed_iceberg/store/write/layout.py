@@ -34,7 +34,7 @@ from pyiceberg.types import IcebergType, UUIDType
 from pyiceberg.utils.datetime import date_to_days, datetime_to_micros, time_to_micros
 
 from mixed_iceberg.format import DataTreeNode, tree_node_ids
-from mixed_iceberg.store.partition_paths import partition_to_path
+from mixed_iceberg.store.write.partition_paths import partition_to_path
 
 __all__ = ["RowGroup", "chunk_rows", "partition_path", "split_rows", "split_sized"]
 
@@ -51,7 +51,7 @@ class RowGroup:
 
 def partition_path(store: Table, data_file: DataFile) -> str:
     """The partition path of a live file (``""`` when unpartitioned), the key of per-partition maps,
-    as Iceberg Java spells it (:mod:`mixed_iceberg.store.partition_paths`)."""
+    as Iceberg Java spells it (:mod:`mixed_iceberg.store.write.partition_paths`)."""
     spec = store.specs()[data_file.spec_id]
     return "" if spec.is_unpartitioned() else partition_to_path(spec, data_file.partition, store.schema())
 

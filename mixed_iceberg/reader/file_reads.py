@@ -35,7 +35,7 @@ from pyiceberg.table import FileScanTask, Table
 from mixed_iceberg.exceptions import CorruptTableError
 from mixed_iceberg.reader.field_ids import history_fits_by_name
 from mixed_iceberg.reader.merge import keep_rows
-from mixed_iceberg.store.delete_files import referenced_data_file
+from mixed_iceberg.store.write.position_deletes import referenced_data_file
 
 __all__ = [
     "FileRows",

@@ -11,15 +11,14 @@ from dataclasses import dataclass
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.io import FileIO
-from pyiceberg.manifest import DataFile, DataFileContent, ManifestEntry, ManifestEntryStatus, ManifestFile
-from pyiceberg.table import FileScanTask, Table
-from pyiceberg.table.delete_file_index import DeleteFileIndex
+from pyiceberg.manifest import DataFile, ManifestEntry, ManifestFile
+from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 
 from mixed_iceberg._pyiceberg.scan import ScanEvaluators
 from mixed_iceberg.caching import LruCache
 
-__all__ = ["LiveFile", "live_files", "manifest_entries", "plan_scan_tasks"]
+__all__ = ["LiveFile", "live_files", "manifest_entries"]
 
 _CACHE: LruCache[str, tuple[ManifestEntry, ...]] = LruCache(8192)
 #: The same entries as plain tuples: scans walk thousands of them, and Record properties are slow.
@@ -89,36 +88,3 @@ def live_files(
             if in_partition(data_file) and evaluators.metrics(data_file) and (keep is None or keep(data_file)):
                 result.append(LiveFile(data_file, sequence, snapshot_id))
     return result
-
-
-def plan_scan_tasks(
-    table: Table, snapshot: Snapshot | None, row_filter: BooleanExpression, *, case_sensitive: bool = True
-) -> list[FileScanTask]:
-    """pyiceberg's ``plan_files`` for data and position-delete files, from the cached entries.
-
-    pyiceberg re-reads every manifest on every scan; this reads only manifests it has not seen.
-    Delete files are attached by pyiceberg's own ``DeleteFileIndex`` (partition, sequence
-    number and referenced path rules). A snapshot with equality deletes is planned by
-    pyiceberg, which refuses it with its own error.
-    """
-    files = live_files(table, snapshot, row_filter, case_sensitive=case_sensitive)
-    if any(f.data_file.content == DataFileContent.EQUALITY_DELETES for f in files):
-        snapshot_id = snapshot.snapshot_id if snapshot else None
-        return list(table.scan(row_filter=row_filter, snapshot_id=snapshot_id, case_sensitive=case_sensitive).plan_files())
-    index = DeleteFileIndex()
-    for f in files:
-        if f.data_file.content == DataFileContent.POSITION_DELETES:
-            entry = ManifestEntry.from_args(
-                status=ManifestEntryStatus.EXISTING,
-                snapshot_id=f.snapshot_id,
-                sequence_number=f.sequence_number,
-                data_file=f.data_file,
-            )
-            index.add_delete_file(entry, partition_key=f.data_file.partition)
-    return [
-        FileScanTask(
-            f.data_file, delete_files=index.for_data_file(f.sequence_number, f.data_file, partition_key=f.data_file.partition)
-        )
-        for f in files
-        if f.data_file.content == DataFileContent.DATA
-    ]

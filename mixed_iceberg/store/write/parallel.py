@@ -14,8 +14,8 @@ from pyiceberg.manifest import DataFile
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
-from mixed_iceberg.store.datafiles import data_location, write_data_file
-from mixed_iceberg.store.layout import RowGroup
+from mixed_iceberg.store.write.data_file import data_location, write_data_file
+from mixed_iceberg.store.write.layout import RowGroup
 
 __all__ = ["write_groups"]
 

@@ -1,0 +1,1 @@
+"""Writing one store's files: data files, position deletes, their layout and partition paths."""
