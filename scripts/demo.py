@@ -1,9 +1,9 @@
-"""`make demo`: a scripted CDC run through the library on the embedded defaults.
+"""`make demo-library`: a scripted CDC run through the library alone, on the embedded defaults.
 
 Creates a keyed table in the local SQLite catalog, bulk-loads an initial snapshot, commits a
 stream of CDC transactions (inserts, updates as -U/+U pairs, deletes), replays one commit to
-show idempotency, and prints the merged view with counts. (The PyFlink ingest job replaces
-this scripted stream once it exists.)
+show idempotency, and prints the merged view with counts. No Kafka, no Flink: `make demo`
+runs the real pipeline (scripts/demo_ingest.py) and falls back to this without Java.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ PyFlink (2.2) decodes every Arrow batch a pandas function receives and converts 
 pandas (``pyflink.table.utils.arrow_to_pandas``, called by name from the Arrow coders). For the
 message column (``BYTES``) that makes one Python ``bytes`` object per record, which
 :class:`~mixed_iceberg.ingest.flink.IngestFunction` turns straight back into an Arrow array: on
-the bench's 160-byte Debezium messages 0.24-0.72 us of CPU per record in two measurements (the
-worker spends about 10 us per record in all), and a heap of short-lived objects per batch.
+small messages a measurable share of the worker's CPU per record (``python -m bench.ingest``), and
+a heap of short-lived objects per batch.
 
 :func:`install` swaps that name in the coder modules, in the Python worker, for a function that
 returns the decoded batch's columns as they are, but only for a batch shaped like the ingest

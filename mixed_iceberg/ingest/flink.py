@@ -11,7 +11,7 @@ threads commit a partition every ``commit-interval-ms`` (or at ``commit-max-reco
 JVM goes on reading while a partition commits (PyFlink waits for the function at every bundle
 end). Its output (a zero per record) goes to a ``blackhole`` table.
 
-Why this shape (measured on 2 cores, see ``bench/ingest.py``): the previous plan, processing-time
+Why this shape (measure it with ``python -m bench.ingest``): the previous plan, processing-time
 windows per partition with ``ARRAY_AGG`` into a thread-mode process function, hashed all four
 partitions of the bench topic onto one subtask, whose single thread then did the JVM window
 work and all the Python work in turn (at most ~1 core busy). Here the JVM has no window state,
@@ -164,7 +164,7 @@ def source_options(config: IngestConfig, *, bounded: bool = False) -> dict[str, 
         "properties.isolation.level": "read_committed",
         "format": "raw",
         # Fewer, bigger fetches (the consumer's defaults are 1 MiB per partition, 50 MiB in all).
-        # 1M-event backlog, 4 alternating pairs: 178k change rows/s on average against 146k.
+        # They catch a backlog up faster (python -m bench.ingest, alternating runs).
         # `source.properties` override them.
         **{f"properties.{k}": v for k, v in _FETCH.items()},
         **{f"properties.{k}": v for k, v in source.properties.items()},

@@ -61,10 +61,6 @@ class MemoryLogBroker:
             raise LogStoreError(f"memory log broker: expected topic {topic} to exist, found none")
         return found
 
-    def committed_values(self, topic: str) -> list[bytes]:
-        """Every committed value of ``topic``, partition by partition (for tests)."""
-        return [value for value, _ in self.committed_records(topic)]
-
     def committed_records(self, topic: str) -> list[tuple[bytes, Headers]]:
         """Every committed value of ``topic`` with its headers, partition by partition (for tests)."""
         return [(value, headers) for part in self.partitions(topic) for value, txn, headers in part if txn.state == _COMMITTED]

@@ -174,10 +174,6 @@ class PartitionEvaluation:
     pos_delete_records: int
     records: int
 
-    @property
-    def delete_ratio(self) -> float:
-        return self.pos_delete_records / self.records if self.records else 0.0
-
 
 @dataclass(frozen=True, slots=True)
 class TableEvaluation:

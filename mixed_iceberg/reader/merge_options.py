@@ -71,12 +71,6 @@ class MergeConfig:
         """Whether deletes must be read whole (aggregation retracts the values they carry)."""
         return self.engine is MergeEngine.AGGREGATION and not self.ignore_delete
 
-    @property
-    def filters_after_merge(self) -> bool:
-        """Whether value filters may only apply to merged rows: the result of a key then depends
-        on rows older than its latest, so none of its rows may be skipped by value."""
-        return self.engine in (MergeEngine.PARTIAL_UPDATE, MergeEngine.AGGREGATION, MergeEngine.FIRST_ROW)
-
     def function(self, column: str) -> str:
         return self.functions.get(column, _DEFAULT_FUNCTION)
 

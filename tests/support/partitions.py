@@ -384,7 +384,7 @@ def ids(spec: Spec) -> str:
     return "+".join(t.spec.replace(" ", "") for t in spec)
 
 
-# the README's example spec: three fields, one of each kind (time, hash, identity)
+# docs/catalogs.md's example spec: three fields, one of each kind (time, hash, identity)
 SPECS: list[Spec] = [*((t,) for t in TRANSFORMS), (day("ts"), bucket(16, "id"), identity("region"))]
 
 
