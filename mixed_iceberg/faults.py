@@ -9,6 +9,12 @@ ingest writer with a LogStore passes them:
 * ``after-table-commit``: the ChangeStore holds the batch, the Kafka transaction is open;
 * ``after-offsets-sent``: the position is sent to the transaction, which is not committed;
 * ``after-kafka-commit``: both sides hold the batch.
+
+The optimizer's, in the order one process passes them:
+
+* ``optimizer-after-execute``: a task wrote its files, the system database does not know them;
+* ``optimizer-after-commit``: the BaseStore holds the process's snapshot, the system database
+  still calls it running.
 """
 
 from __future__ import annotations
@@ -24,7 +30,14 @@ __all__ = ["CRASH_AT", "CRASH_POINTS", "crash_point"]
 log = logging.getLogger(__name__)
 
 CRASH_AT = "MIXED_ICEBERG_TEST_CRASH_AT"
-CRASH_POINTS = ("after-log-send", "after-table-commit", "after-offsets-sent", "after-kafka-commit")
+CRASH_POINTS = (
+    "after-log-send",
+    "after-table-commit",
+    "after-offsets-sent",
+    "after-kafka-commit",
+    "optimizer-after-execute",
+    "optimizer-after-commit",
+)
 
 _reached: collections.Counter[str] = collections.Counter()
 _lock = threading.Lock()

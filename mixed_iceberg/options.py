@@ -27,8 +27,15 @@ __all__ = [
     "LayoutConfig",
     "Option",
     "check_key",
+    "is_non_negative",
+    "is_positive",
     "options_markdown",
+    "parse_bool",
     "parse_duration",
+    "parse_duration_text",
+    "parse_float",
+    "parse_int",
+    "parse_text",
     "validate_properties",
 ]
 
@@ -136,8 +143,11 @@ class Option(Generic[T]):
     check: Callable[[T], bool] | None = None
     expectation: str = ""
 
-    def read(self, properties: Mapping[str, str], table: str = "") -> T:
+    def read(self, properties: Mapping[str, str], table: str = "", *, owner: str = "") -> T:
         """The typed value of this option in ``properties`` (the default when absent).
+
+        ``owner`` names what the properties belong to in errors when they are not a table's
+        (``"optimizer group 'default'"``); otherwise ``table`` does.
 
         Raises:
             PropertyError: the value does not parse or breaks the option's rule.
@@ -145,12 +155,13 @@ class Option(Generic[T]):
         raw = properties.get(self.key)
         if raw is None:
             return self.default
+        where = f"{owner}: " if owner else _where(table)
         try:
             value = self.parse(raw)
         except ValueError as exc:
-            raise PropertyError(f"{_where(table)}property {self.key!r}: {exc}; found {raw!r}") from exc
+            raise PropertyError(f"{where}property {self.key!r}: {exc}; found {raw!r}") from exc
         if self.check is not None and not self.check(value):
-            raise PropertyError(f"{_where(table)}property {self.key!r}: expected {self.expectation}, found {raw!r}")
+            raise PropertyError(f"{where}property {self.key!r}: expected {self.expectation}, found {raw!r}")
         return value
 
 
@@ -171,6 +182,11 @@ def _non_negative(value: float) -> bool:
 
 
 OPTIONS: dict[str, Option[Any]] = {}
+
+
+#: The parsers and checks, for registries other than the table's (the optimizer's group options).
+parse_bool, parse_int, parse_float, parse_text, parse_duration_text = _bool, _int, _float, _str, _duration
+is_positive, is_non_negative = _positive, _non_negative
 
 
 def _declare(option: Option[T]) -> Option[T]:

@@ -1,7 +1,9 @@
-"""``mixed-iceberg``: operate tables from the shell.
+"""``mixed-iceberg``: operate tables and optimizers from the shell.
 
-mixed-iceberg [--catalog local] status   db.orders
+mixed-iceberg [--catalog local] status   db.orders     file classes, pending optimizing type
 mixed-iceberg [--catalog local] optimize db.orders [--type minor|major|full]
+mixed-iceberg optimizer --group default [--threads 2]  run an optimizer (the local container)
+mixed-iceberg groups                                   optimizer groups: live optimizers, backlog, tables
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -47,6 +50,37 @@ def _status(catalog: str, name: str) -> dict[str, object]:
     }
 
 
+def _run_optimizer(config_path: str | None, group: str, threads: int) -> int:
+    from mixed_iceberg.optimizer.config import load_optimizer_config
+    from mixed_iceberg.optimizer.service import OptimizerService
+
+    service = OptimizerService(load_optimizer_config(config_path), group, threads=threads, container="local")
+
+    def stop(signum: int, _: object) -> None:
+        logging.getLogger(__name__).info("signal %d: stopping the optimizer", signum)
+        service.request_stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    service.run_forever()
+    return 0
+
+
+def _groups(config_path: str | None) -> int:
+    from mixed_iceberg.optimizer.config import load_optimizer_config
+    from mixed_iceberg.optimizer.report import group_report, warnings
+    from mixed_iceberg.optimizer.sysdb.database import SystemDatabase
+
+    config = load_optimizer_config(config_path)
+    db = SystemDatabase(config.system_database)
+    db.migrate()
+    report = group_report(db, config)
+    for line in warnings(report):
+        print(f"mixed-iceberg: {line}", file=sys.stderr)
+    print(json.dumps(report, indent=2))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="mixed-iceberg", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -59,9 +93,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     optimize = sub.add_parser("optimize", help="run self-optimizing now")
     optimize.add_argument("table")
     optimize.add_argument("--type", choices=["minor", "major", "full"], default=None, help="force a type (default: what is due)")
+    optimizer = sub.add_parser("optimizer", help="run an optimizer of a group in this process until SIGTERM/SIGINT")
+    optimizer.add_argument("--group", default="default")
+    optimizer.add_argument("--threads", type=int, default=1, help="executor threads (default 1)")
+    optimizer.add_argument("--config", default=None, help="optimizer config (default conf/optimizer.yaml)")
+    groups = sub.add_parser("groups", help="optimizer groups: live optimizers, pending tasks, table states")
+    groups.add_argument("--config", default=None, help="optimizer config (default conf/optimizer.yaml)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    level = logging.INFO if args.verbose or args.command == "optimizer" else logging.WARNING
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
+        if args.command == "optimizer":
+            return _run_optimizer(args.config, args.group, args.threads)
+        if args.command == "groups":
+            return _groups(args.config)
         if args.command == "status":
             report = _status(args.catalog, args.table)
         else:

@@ -36,6 +36,7 @@ from mixed_iceberg.optimizing.execute import TaskOutput
 from mixed_iceberg.optimizing.model import OptimizingType
 from mixed_iceberg.store.commit import CommitOutcome, Stager, commit_files
 from mixed_iceberg.store.manifests.live_files import live_files
+from mixed_iceberg.typedef import CommitId
 
 if TYPE_CHECKING:
     from mixed_iceberg.handle import TableHandle
@@ -43,8 +44,14 @@ if TYPE_CHECKING:
 __all__ = ["commit_outputs"]
 
 
-def commit_outputs(table: TableHandle, kind: OptimizingType, outputs: Sequence[TaskOutput], now_ms: int) -> CommitOutcome:
-    """One snapshot for all ``outputs``; advances the optimized sequence of keyed partitions."""
+def commit_outputs(
+    table: TableHandle, kind: OptimizingType, outputs: Sequence[TaskOutput], now_ms: int, *, commit_id: CommitId | None = None
+) -> CommitOutcome:
+    """One snapshot for all ``outputs``; advances the optimized sequence of keyed partitions.
+
+    With ``commit_id`` (the optimizer service's process id) a commit that already landed is
+    skipped, and its output files, which that snapshot holds, are kept.
+    """
     base = table.base_store
     removed = {f.file_path for o in outputs for f in (*o.removed_data, *o.removed_deletes)}
     starting = {o.task.partition: o.task.from_sequence for o in outputs}
@@ -98,4 +105,6 @@ def commit_outputs(table: TableHandle, kind: OptimizingType, outputs: Sequence[T
         validate=validate,
         table_name=table.name,
         operation=Operation.REPLACE,
+        commit_id=commit_id,
+        files_reused=commit_id is not None,
     )

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyiceberg.expressions import BooleanExpression
@@ -35,7 +37,7 @@ from mixed_iceberg.typedef import Clock
 if TYPE_CHECKING:
     from mixed_iceberg.handle import Refresh, TableHandle
 
-__all__ = ["TableOptimizing"]
+__all__ = ["PlannedRun", "TableOptimizing", "competitors", "crosses_partitions", "execute_run", "partition_filter"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,75 @@ def crosses_partitions(table: TableHandle) -> bool:
 
 def _as_type(value: OptimizingType | str | None) -> OptimizingType | None:
     return OptimizingType(value) if isinstance(value, str) else value
+
+
+def partition_filter(table: TableHandle) -> BooleanExpression | None:
+    """The table's ``self-optimizing.filter``, parsed (None when unset); the parser and checks
+    create_table and update_properties apply to the property."""
+    return optimizing_filter(table.base_store.properties, table.schema(), table.name)
+
+
+def competitors(table: TableHandle, collected: CollectedTable) -> list[ChangeFile]:
+    """Change files a cross-partition run leaves visible below its cut: those of partitions
+    that ``self-optimizing.filter`` excludes. Their rows compete for their keys (a newer one
+    hides what the run would write) but are neither written nor merged."""
+    if not table.config.optimizing.filter:
+        return []
+    inside = {p.path for p in collected.partitions}
+    found = [c for p in collect(table).partitions if p.path not in inside for c in p.change]
+    if found and not table.merge_config.is_default:
+        raise PropertyError(
+            f"table {table.name}: self-optimizing.filter on a table partitioned by a non-key column needs "
+            f"merge-engine=deduplicate without sequence.field (found {table.merge_config.engine.value}): "
+            "the change it leaves out would be applied out of order"
+        )
+    return found
+
+
+def _plan(
+    table: TableHandle, collected: CollectedTable, evaluation: TableEvaluation, requested: OptimizingType | None
+) -> list[RewriteTask]:
+    return plan_tasks(
+        collected.partitions,
+        evaluation,
+        table.config.optimizing,
+        keyed=table.is_keyed,
+        requested=requested,
+        cross_partition=crosses_partitions(table),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlannedRun:
+    """One optimizing, planned: the table as planned, what was read, the type and its tasks.
+
+    ``unit``: the table is partitioned by a column outside its key, so the tasks run as one
+    merge (:func:`~mixed_iceberg.optimizing.execute.execute_unit`)."""
+
+    table: TableHandle
+    collected: CollectedTable
+    evaluation: TableEvaluation
+    kind: OptimizingType
+    tasks: tuple[RewriteTask, ...]
+    unit: bool
+
+
+def execute_run(
+    table: TableHandle,
+    collected: CollectedTable,
+    tasks: Sequence[RewriteTask],
+    *,
+    unit: bool,
+    writer: WriterIdentity,
+    parallelism: int = 1,
+) -> list[TaskOutput]:
+    """Execute planned ``tasks`` (as one merge when ``unit``); nothing is committed."""
+    if unit:
+        return execute_unit(table, collected, tasks, writer, competitors(table, collected))
+    if parallelism <= 1 or len(tasks) <= 1:
+        return [execute_task(table, collected, t, writer) for t in tasks]
+    with ThreadPoolExecutor(max_workers=parallelism) as pool:
+        return list(pool.map(lambda t: execute_task(table, collected, t, writer), tasks))
 
 
 class TableOptimizing:
@@ -86,13 +157,9 @@ class TableOptimizing:
         """The ``self-optimizing.*`` settings as of the last refresh."""
         return self.table.config.optimizing
 
-    def _partition_filter(self) -> BooleanExpression | None:
-        # The parser and checks create_table and update_properties apply to the property.
-        return optimizing_filter(self.table.base_store.properties, self.table.schema(), self.table.name)
-
     def _state(self) -> tuple[CollectedTable, TableEvaluation]:
         self._table = self._refresh()
-        collected = collect(self.table, self._partition_filter())
+        collected = collect(self.table, partition_filter(self.table))
         evaluation = evaluate_table(
             self.table.name,
             collected.partitions,
@@ -110,35 +177,29 @@ class TableOptimizing:
     def plan(self, type: OptimizingType | str | None = None) -> list[RewriteTask]:
         """The tasks a run would execute now (``type`` forces one type on every partition)."""
         collected, evaluation = self._state()
-        return self._plan(collected, evaluation, self.config, _as_type(type))
+        return _plan(self.table, collected, evaluation, _as_type(type))
 
-    def _plan(
-        self, collected: CollectedTable, evaluation: TableEvaluation, config: OptimizingConfig, requested: OptimizingType | None
-    ) -> list[RewriteTask]:
-        return plan_tasks(
-            collected.partitions,
-            evaluation,
-            config,
-            keyed=self.table.is_keyed,
-            requested=requested,
-            cross_partition=crosses_partitions(self.table),
+    def plan_run(self, type: OptimizingType | str | None = None, *, first_attempt: bool = True) -> PlannedRun | None:
+        """Refresh, evaluate and plan; None when nothing is due (or, on a first attempt without a
+        requested type, the table was optimized within ``self-optimizing.min-plan-interval``)."""
+        requested = _as_type(type)
+        collected, evaluation = self._state()
+        since = self._now_ms() - collected.last_optimized_ms
+        if requested is None and first_attempt and since < self.config.min_plan_interval_ms:
+            log.debug("%s: last optimized %d ms ago (< self-optimizing.min-plan-interval)", self.table.name, since)
+            return None
+        tasks = _plan(self.table, collected, evaluation, requested)
+        if not tasks:
+            return None
+        kind = requested or max((t.type for t in tasks), key=lambda t: t.rank)
+        return PlannedRun(
+            table=self.table,
+            collected=collected,
+            evaluation=evaluation,
+            kind=kind,
+            tasks=tuple(tasks),
+            unit=crosses_partitions(self.table),
         )
-
-    def _competitors(self, collected: CollectedTable, config: OptimizingConfig) -> list[ChangeFile]:
-        """Change files a cross-partition run leaves visible below its cut: those of partitions
-        that ``self-optimizing.filter`` excludes. Their rows compete for their keys (a newer one
-        hides what the run would write) but are neither written nor merged."""
-        if not config.filter:
-            return []
-        inside = {p.path for p in collected.partitions}
-        competitors = [c for p in collect(self.table).partitions if p.path not in inside for c in p.change]
-        if competitors and not self.table.merge_config.is_default:
-            raise PropertyError(
-                f"table {self.table.name}: self-optimizing.filter on a table partitioned by a non-key column needs "
-                f"merge-engine=deduplicate without sequence.field (found {self.table.merge_config.engine.value}): "
-                "the change it leaves out would be applied out of order"
-            )
-        return competitors
 
     def run(self, type: OptimizingType | str | None = None, *, parallelism: int = 1) -> OptimizingResult:
         """Evaluate, plan, execute and commit; re-plans when the commit loses a race.
@@ -150,25 +211,18 @@ class TableOptimizing:
         requested = _as_type(type)
         attempts = self.config.retries + 1
         for attempt in range(1, attempts + 1):
-            collected, evaluation = self._state()
-            config = self.config
-            since = self._now_ms() - collected.last_optimized_ms
-            if requested is None and attempt == 1 and since < config.min_plan_interval_ms:
-                log.debug("%s: last optimized %d ms ago (< self-optimizing.min-plan-interval)", self.table.name, since)
+            planned = self.plan_run(requested, first_attempt=attempt == 1)
+            if planned is None:
                 return OptimizingResult.idle(self.table.name, time.monotonic() - started)
-            tasks = self._plan(collected, evaluation, config, requested)
-            if not tasks:
-                return OptimizingResult.idle(self.table.name, time.monotonic() - started)
-            kind = requested or max((t.type for t in tasks), key=lambda t: t.rank)
-            writer = WriterIdentity()
-            outputs: list[TaskOutput]
-            if crosses_partitions(self.table):
-                outputs = execute_unit(self.table, collected, tasks, writer, self._competitors(collected, config))
-            else:
-                with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
-                    outputs = list(
-                        pool.map(execute_task, [self.table] * len(tasks), [collected] * len(tasks), tasks, [writer] * len(tasks))
-                    )
+            kind, tasks = planned.kind, planned.tasks
+            outputs = execute_run(
+                planned.table,
+                planned.collected,
+                tasks,
+                unit=planned.unit,
+                writer=WriterIdentity(),
+                parallelism=max(1, parallelism),
+            )
             try:
                 outcome = commit_outputs(self.table, kind, outputs, self._now_ms())
             except CommitConflictError as exc:

@@ -139,8 +139,13 @@ def commit_files(
     deleted_deletes: list[DataFile] | None = None,
     validate: Validator | None = None,
     operation: Operation | None = None,
+    files_reused: bool = False,
 ) -> CommitOutcome:
     """Commit ``added`` (and remove ``deleted``) as one snapshot, idempotently by ``commit_id``.
+
+    ``files_reused``: the added files may be those of an earlier attempt of this commit id that
+    landed (the optimizer resuming a commit after a crash): they are never deleted when the id
+    turns out committed.
 
     The snapshot's operation is inferred (``append`` when files are only added, else
     ``overwrite`` or ``delete``) unless ``operation`` is given: ``Operation.REPLACE`` for a
@@ -163,16 +168,18 @@ def commit_files(
     deleted_deletes = deleted_deletes or []
     written = [*added, *added_deletes]
     table.refresh()
+    # The id first: a commit that already landed must not be validated (its inputs are gone).
+    if commit_id is not None and _is_committed(table, commit_id):
+        log.info("%s: commit %s already committed; skipped", name, commit_id)
+        if not files_reused:
+            _delete_files(table, written)
+        return CommitOutcome.skip(time.monotonic() - started)
     if validate is not None:
         try:
             validate(table)
         except CommitConflictError:
             _delete_files(table, written)
             raise
-    if commit_id is not None and _is_committed(table, commit_id):
-        log.info("%s: commit %s already committed; skipped", name, commit_id)
-        _delete_files(table, written)
-        return CommitOutcome.skip(time.monotonic() - started)
     properties = dict(summary or {})
     if commit_id is not None:
         properties[COMMIT_WRITER] = commit_id.writer
@@ -203,7 +210,8 @@ def commit_files(
         txn.commit_transaction()
     except _AlreadyCommittedError:
         log.info("%s: commit %s landed concurrently; skipped", name, commit_id)
-        _delete_files(table, written)
+        if not files_reused:
+            _delete_files(table, written)
         return CommitOutcome.skip(time.monotonic() - started)
     except CommitConflictError:
         _delete_files(table, written)  # raised by validate on a retry: nothing landed

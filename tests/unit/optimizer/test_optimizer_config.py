@@ -1,0 +1,82 @@
+"""conf/optimizer.yaml: Amoro's group shape, typed group properties, clear errors naming group, key and value."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from mixed_iceberg.exceptions import ConfigError
+from mixed_iceberg.optimizer.config import GROUP_OPTIONS, Container, GroupConfig, load_optimizer_config, parse_optimizer_config
+from tests.support.services import ROOT
+
+
+def test_the_shipped_config_parses() -> None:
+    config = load_optimizer_config(ROOT / "conf" / "optimizer.yaml")
+    assert config.group("default").container is Container.FLINK
+    assert config.group("local").policy == "balanced"
+    assert config.system_database.startswith("sqlite:///")
+    assert list(config.catalogs) == ["local"]
+
+
+def test_group_properties_parse_durations_and_defaults() -> None:
+    group = GroupConfig.of(
+        "g", "local", {"refresh-interval": "2s", "heartbeat-timeout": "1min", "break-quota-limit-enabled": False}
+    )
+    props = group.properties
+    assert (props.refresh_interval_ms, props.heartbeat_timeout_ms, props.break_quota) == (2000, 60000, False)
+    assert props.policy == GROUP_OPTIONS["scheduling-policy"].default == "quota"
+    assert props.max_input_per_thread == 536870912
+
+
+@pytest.mark.parametrize(
+    ("properties", "message"),
+    [
+        (
+            {"schedulng-policy": "quota"},
+            "optimizer group 'g': unknown property 'schedulng-policy'; did you mean 'scheduling-policy'?",
+        ),
+        (
+            {"scheduling-policy": "fifo"},
+            "optimizer group 'g': property 'scheduling-policy': expected quota or balanced, found 'fifo'",
+        ),
+        ({"refresh-interval": "soon"}, "property 'refresh-interval': expected a duration such as 720min"),
+        ({"max-planning-parallelism": "0"}, "property 'max-planning-parallelism': expected a positive count, found '0'"),
+        ({"heartbeat-interval": "30s", "heartbeat-timeout": "10s"}, "expected heartbeat-timeout above heartbeat-interval"),
+    ],
+)
+def test_bad_group_properties_name_the_group_key_and_value(properties: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        GroupConfig.of("g", "local", properties)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"optimizer_groups": []}, "expected at least one entry under optimizer_groups"),
+        ({"optimizer_groups": [{"name": "a"}, {"name": "a"}]}, "optimizer group 'a' is declared twice"),
+        ({"optimizer_groups": [{"name": "a", "container": "yarn"}]}, "container: expected local or flink, found 'yarn'"),
+        ({"optimizer_groups": [{"name": "a", "size": 3}]}, "unknown keys \\['size'\\]"),
+        ({"optimizer_groups": [{"name": "a"}], "groups": []}, "unknown keys \\['groups'\\]"),
+        ({"optimizer_groups": [{"name": "a"}], "catalogs": "local"}, "catalogs: expected catalog names"),
+    ],
+)
+def test_bad_files_are_refused_before_anything_starts(raw: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_optimizer_config(raw)
+
+
+def test_catalog_entries_may_carry_properties_and_variables_expand(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SYSDB_TEST", f"sqlite:///{tmp_path}/s.db")
+    file = tmp_path / "optimizer.yaml"
+    file.write_text(
+        "system-database: ${SYSDB_TEST}\n"
+        "catalogs: [{name: lake, properties: {type: sql, uri: 'sqlite:///x.db'}}]\n"
+        "optimizer_groups: [{name: g}]\n"
+    )
+    config = load_optimizer_config(file)
+    assert config.system_database == f"sqlite:///{tmp_path}/s.db"
+    assert dict(config.catalogs) == {"lake": {"type": "sql", "uri": "sqlite:///x.db"}}
+    with pytest.raises(ConfigError, match="expected a group named 'h', found \\['g'\\]"):
+        config.group("h")

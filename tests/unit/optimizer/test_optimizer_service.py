@@ -1,0 +1,198 @@
+"""The optimizer service keeps a group's tables healthy on its own, and a bad table harms no sibling.
+
+Real parts: SQLite catalogs and system database, real keyed tables, the service's own threads.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from mixed_iceberg import MixedCatalog, MixedTable
+from mixed_iceberg.optimizer.config import OptimizerConfig, parse_optimizer_config
+from mixed_iceberg.optimizer.report import group_report, warnings
+from mixed_iceberg.optimizer.service import OptimizerService
+from mixed_iceberg.optimizer.sysdb.database import SystemDatabase
+from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
+
+#: Short intervals, so that a test sees several rounds within seconds.
+FAST = {
+    "refresh-interval": "300ms",
+    "heartbeat-interval": "200ms",
+    "heartbeat-timeout": "3s",
+    "maintenance-interval": "0",
+    "failure-backoff": "1min",
+}
+#: Minor optimizing due as soon as change data arrives, however recently the table was optimized.
+DUE = {
+    "self-optimizing.minor.trigger.file-count": "3",
+    "self-optimizing.minor.trigger.interval": "0",
+    "self-optimizing.min-plan-interval": "0",
+}
+_ids = itertools.count()
+
+
+def config(tmp_path: Path, **groups: dict[str, str]) -> OptimizerConfig:
+    return parse_optimizer_config(
+        {
+            "system-database": f"sqlite:///{tmp_path}/system.db",
+            "optimizer_groups": [{"name": name, "properties": {**FAST, **props}} for name, props in groups.items()],
+        }
+    )
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> MixedCatalog:
+    return local_catalog(tmp_path / "catalog")
+
+
+def churned(catalog: MixedCatalog, name: str, commits: int = 4, **properties: str) -> MixedTable:
+    table = catalog.create_table(f"db.{name}", ORDERS_SCHEMA, primary_key=["id"], properties={**DUE, **properties})
+    table.bulk_load(changes([("+I", k, "a", k, 1.0) for k in range(200)]).drop_columns(["_change_action"]))
+    churn(table, commits)
+    return table
+
+
+def churn(table: MixedTable, commits: int) -> None:
+    for _ in range(commits):
+        i = next(_ids) % 200
+        with table.new_transaction() as txn:
+            txn.write(changes([("-U", i, "a", i, 1.0), ("+U", i, "b", i + 1000, 2.0), ("+I", 10_000 + next(_ids), "c", 1, 1.0)]))
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 60.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"not within {timeout:.0f} s: {what}")
+
+
+def succeeded(db: SystemDatabase, table_id: str) -> bool:
+    return any(p.status == "SUCCESS" for p in db.processes(table_id))
+
+
+@pytest.fixture
+def services() -> Iterator[list[OptimizerService]]:
+    started: list[OptimizerService] = []
+    yield started
+    for service in started:
+        service.stop()
+
+
+def test_a_group_optimizes_its_tables_without_anyone_asking(
+    tmp_path: Path, catalog: MixedCatalog, services: list[OptimizerService]
+) -> None:
+    served = [churned(catalog, "a"), churned(catalog, "b", **{"self-optimizing.group": "g"})]
+    served[0].update_properties({"self-optimizing.group": "g"})
+    elsewhere = churned(catalog, "other", **{"self-optimizing.group": "h"})
+    disabled = churned(catalog, "off", **{"self-optimizing.group": "g", "self-optimizing.enabled": "false"})
+    before = {t.name: sorted(rows_of(t.scan().to_arrow())) for t in [*served, elsewhere, disabled]}
+    service = OptimizerService(config(tmp_path, g={}, h={}), "g", threads=2, catalogs={"local": catalog})
+    services.append(service.start())
+    db = service.db
+    wait_for(lambda: all(succeeded(db, f"local.{t.name}") for t in served), what="both tables of group g optimized")
+    for table in served:
+        table.refresh()
+        assert sorted(rows_of(table.scan().to_arrow())) == before[table.name]
+        assert table.optimizing.evaluate().type is None, "nothing is due after the service's run"
+    assert {t.table_id for t in db.tables()} == {"local.db.a", "local.db.b"}
+    assert db.processes("local.db.other") == []
+    assert db.processes("local.db.off") == []
+    runtime = db.table("local.db.a")
+    assert runtime is not None
+    assert (runtime.status, runtime.last_minor_ms is not None, runtime.owner) == ("IDLE", True, None)
+    # More change arrives: the service notices on its own.
+    churn(served[0], 4)
+    wait_for(lambda: len([p for p in db.processes("local.db.a") if p.status == "SUCCESS"]) >= 2, what="the second round")
+    assert warnings(group_report(db, service.config)) == []
+
+
+def test_a_poisoned_table_fails_with_its_error_and_its_siblings_are_served(
+    tmp_path: Path, catalog: MixedCatalog, services: list[OptimizerService]
+) -> None:
+    bad = churned(catalog, "bad", **{"self-optimizing.execute.num-retries": "1"})
+    churned(catalog, "good")
+    # One of the bad table's change files is garbage: every execution of its task fails.
+    change_file = bad.change_store.inspect.files().column("file_path")[0].as_py()  # type: ignore[union-attr]
+    Path(change_file.removeprefix("file://")).write_bytes(b"not parquet at all")
+    service = OptimizerService(config(tmp_path, default={}), "default", threads=1, catalogs={"local": catalog})
+    services.append(service.start())
+    db = service.db
+    wait_for(lambda: getattr(db.table("local.db.bad"), "status", None) == "FAILED", what="the bad table FAILED")
+    wait_for(lambda: succeeded(db, "local.db.good"), what="the good table optimized")
+    runtime = db.table("local.db.bad")
+    assert runtime is not None
+    assert runtime.failures == 1
+    assert runtime.last_error is not None
+    assert "1 task(s) failed after their retries" in runtime.last_error
+    assert runtime.next_plan_ms > time.time() * 1000 + 30_000  # backs off (failure-backoff 1 min)
+    (task,) = db.tasks(db.processes("local.db.bad")[0].process_id)
+    assert (task.status, task.runs, task.retries) == ("FAILED", 2, 2)  # num-retries 1: two runs
+    assert "Parquet" in (task.error or "") or "parquet" in (task.error or "")
+    lines = warnings(group_report(db, service.config))
+    assert any(line.startswith("table local.db.bad FAILED (1 time(s) in a row)") for line in lines)
+
+
+def test_a_group_without_a_live_optimizer_is_reported(tmp_path: Path) -> None:
+    cfg = config(tmp_path, lonely={})
+    db = SystemDatabase(cfg.system_database)
+    db.migrate()
+    db.sync_tables("lonely", [("local.db.t", "local", "db.t", 0.5)])
+    db.create_process(
+        table_id="local.db.t",
+        group="lonely",
+        type="minor",
+        planned_by="gone",
+        base_metadata="m",
+        change_metadata=None,
+        unit=False,
+        tasks=[("[]", 1), ("[]", 1)],
+    )
+    assert warnings(group_report(db, cfg)) == ["group lonely has no live optimizer; 2 tasks pending, 1 table(s) waiting"]
+    db.register_optimizer("lonely", "local", 1)
+    assert warnings(group_report(db, cfg)) == []
+
+
+def test_two_optimizers_of_a_group_share_its_tables_and_never_overlap_on_one(
+    tmp_path: Path, catalog: MixedCatalog, services: list[OptimizerService]
+) -> None:
+    tables = [churned(catalog, f"t{i}") for i in range(4)]
+    cfg = config(tmp_path, default={})
+    for _ in range(2):
+        services.append(OptimizerService(cfg, "default", threads=1, catalogs={"local": catalog}).start())
+    stop = threading.Event()
+
+    def writer() -> None:  # continuous writes while the optimizers work
+        while not stop.is_set():
+            for table in tables:
+                churn(table, 1)
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    db = services[0].db
+    try:
+        wait_for(
+            lambda: all(len([p for p in db.processes(f"local.db.t{i}") if p.status == "SUCCESS"]) >= 2 for i in range(4)),
+            timeout=120,
+            what="every table optimized twice",
+        )
+    finally:
+        stop.set()
+        thread.join()
+    for i, table in enumerate(tables):
+        processes = db.processes(f"local.db.t{i}")
+        spans = sorted((p.planned_ms, p.finished_ms or 2**62) for p in processes)
+        assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans)), f"t{i}: processes overlap: {spans}"
+        table.refresh()
+        keys = table.scan(selected_fields=("id",)).to_arrow().column("id").to_pylist()
+        assert len(keys) == len(set(keys)), "one row per key"
+    owners = {t.owner for t in db.tasks() if t.status == "SUCCESS"} | {p.planned_by for p in db.processes()}
+    assert owners <= {s.optimizer_id for s in services}

@@ -1,0 +1,199 @@
+"""The system database: migrations from empty and from the previous version, exclusive claims, and
+nothing in flight without a live owner. Each test runs on SQLite and on a real PostgreSQL server.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.engine import make_url
+
+from mixed_iceberg.optimizer.sysdb.database import HEAD, SystemDatabase, now_ms
+from mixed_iceberg.optimizer.sysdb.schema import METADATA
+
+FAR = 10**15  # a lease that does not run out within a test
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty database of each backend."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/system.db"
+        return
+    server = make_url(request.getfixturevalue("postgres_url"))
+    name = f"sysdb_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield server.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as c:
+            c.execute(text(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"))
+            c.execute(text(f'DROP DATABASE "{name}"'))
+        admin.dispose()
+
+
+@pytest.fixture
+def db(db_url: str) -> Iterator[SystemDatabase]:
+    database = SystemDatabase(db_url)
+    database.migrate()
+    yield database
+    database.dispose()
+
+
+def _plan(db: SystemDatabase, table_id: str = "local.db.t", tasks: int = 3, group: str = "g") -> int:
+    db.sync_tables(group, [(table_id, "local", table_id.split(".", 1)[1], 0.5)])
+    return db.create_process(
+        table_id=table_id,
+        group=group,
+        type="minor",
+        planned_by="planner",
+        base_metadata="base.metadata.json",
+        change_metadata=None,
+        unit=False,
+        tasks=[(f'[{{"n":{i}}}]', 100 + i) for i in range(tasks)],
+    )
+
+
+def test_an_empty_database_migrates_to_the_schema_the_code_declares(db_url: str) -> None:
+    db = SystemDatabase(db_url)
+    assert db.schema_version() is None
+    db.migrate()
+    assert db.schema_version() == HEAD
+    with db.engine.connect() as c:
+        assert compare_metadata(MigrationContext.configure(c), METADATA) == []
+    db.migrate()  # idempotent
+    assert db.schema_version() == HEAD
+    db.dispose()
+
+
+def test_the_previous_schema_version_migrates_with_its_rows(db_url: str) -> None:
+    db = SystemDatabase(db_url)
+    db.migrate("0001")
+    assert "last_maintenance_ms" not in {c["name"] for c in inspect(db.engine).get_columns("table_runtime")}
+    with db.engine.begin() as c:
+        c.execute(
+            text(
+                "INSERT INTO table_runtime (table_id, catalog, table_name, group_name, status, quota, failures, next_plan_ms, updated_ms) "
+                "VALUES ('local.db.old', 'local', 'db.old', 'g', 'IDLE', 0.3, 0, 0, 1)"
+            )
+        )
+    db.migrate()
+    assert db.schema_version() == HEAD
+    (old,) = db.tables("g")
+    assert (old.table_id, old.quota, old.last_maintenance_ms) == ("local.db.old", 0.3, None)
+    db.dispose()
+
+
+def test_a_table_lease_has_one_holder_until_it_runs_out(db: SystemDatabase) -> None:
+    db.sync_tables("g", [("local.db.t", "local", "db.t", 0.5)])
+    assert db.claim_table("local.db.t", "a", FAR)
+    assert not db.claim_table("local.db.t", "b", FAR)
+    assert db.claim_table("local.db.t", "a", FAR)  # the holder renews
+    db.release_table("local.db.t", "a")
+    assert db.claim_table("local.db.t", "b", now_ms() + 50)
+    time.sleep(0.1)
+    assert db.claim_table("local.db.t", "a", FAR)  # b's lease ran out
+
+
+def test_racing_executors_schedule_each_task_once(db: SystemDatabase) -> None:
+    process_id = _plan(db, tasks=20)
+    claimed: list[tuple[int, int, str]] = []
+    lock = threading.Lock()
+
+    def executor(name: str) -> None:
+        while (task := db.claim_task("local.db.t", name, 0, FAR)) is not None:
+            with lock:
+                claimed.append((task.process_id, task.task_id, name))
+
+    threads = [threading.Thread(target=executor, args=(f"e{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted((p, t) for p, t, _ in claimed) == [(process_id, i) for i in range(20)]
+    assert {t.status for t in db.tasks(process_id)} == {"SCHEDULED"}
+
+
+def test_a_dead_optimizers_work_goes_back_without_counting_a_retry(db: SystemDatabase) -> None:
+    dead = db.register_optimizer("g", "local", 1)
+    alive = db.register_optimizer("g", "local", 1)
+    process_id = _plan(db)
+    assert db.claim_table("local.db.t", dead, FAR)
+    task = db.claim_task("local.db.t", dead, 0, FAR)
+    assert task is not None
+    assert db.ack_task(task, dead, FAR)
+    time.sleep(0.3)
+    assert db.heartbeat(alive, FAR)
+    assert db.reset_expired("g", heartbeat_timeout_ms=200, ack_timeout_ms=10**9, max_retries=5) == 1
+    (back,) = [t for t in db.tasks(process_id) if t.task_id == task.task_id]
+    assert (back.status, back.owner, back.retries, back.runs) == ("PLANNED", None, 0, 1)
+    assert db.table("local.db.t").owner is None  # type: ignore[union-attr]
+    assert [o["optimizer_id"] for o in db.live_optimizers("g", 10**9)] == [alive]
+    assert not db.heartbeat(dead, FAR)  # it learns it was declared dead
+
+
+def test_a_task_never_acked_is_scheduled_again_and_a_late_one_is_a_failed_run(db: SystemDatabase) -> None:
+    me = db.register_optimizer("g", "local", 2)
+    process_id = _plan(db, tasks=2)
+    unacked = db.claim_task("local.db.t", me, 0, FAR)
+    late = db.claim_task("local.db.t", me, 1, FAR)
+    assert unacked is not None
+    assert late is not None
+    assert db.ack_task(late, me, now_ms() + 50)  # its execute lease runs out at once
+    time.sleep(0.2)
+    db.reset_expired("g", heartbeat_timeout_ms=10**9, ack_timeout_ms=100, max_retries=5)
+    states = {t.task_id: (t.status, t.retries) for t in db.tasks(process_id)}
+    assert states == {unacked.task_id: ("PLANNED", 0), late.task_id: ("PLANNED", 1)}
+
+
+def test_a_task_out_of_retries_fails_and_the_table_backs_off(db: SystemDatabase) -> None:
+    me = db.register_optimizer("g", "local", 1)
+    process_id = _plan(db, tasks=1)
+    for expected in ("PLANNED", "PLANNED", "FAILED"):
+        task = db.claim_task("local.db.t", me, 0, FAR)
+        assert task is not None
+        assert db.ack_task(task, me, FAR)
+        assert db.fail_task(task, me, error="boom", duration_ms=5, max_retries=2) == expected
+    process = db.process(process_id)
+    assert process is not None
+    db.finish_process(process, "FAILED", error="1 task failed: boom", backoff_ms=1000)
+    runtime = db.table("local.db.t")
+    assert runtime is not None
+    assert (runtime.status, runtime.failures, runtime.process_id, runtime.last_error) == (
+        "FAILED",
+        1,
+        None,
+        "1 task failed: boom",
+    )
+    assert runtime.next_plan_ms >= now_ms() + 500
+    (task_row,) = db.tasks(process_id)
+    assert (task_row.status, task_row.retries, task_row.runs, task_row.duration_ms) == ("FAILED", 3, 3, 15)
+
+
+def test_a_completed_task_records_its_output_and_counts_toward_its_tables_executor_time(db: SystemDatabase) -> None:
+    me = db.register_optimizer("g", "local", 1)
+    process_id = _plan(db, tasks=1)
+    task = db.claim_task("local.db.t", me, 0, FAR)
+    assert task is not None
+    assert db.ack_task(task, me, FAR)
+    assert db.complete_task(task, me, output="[]", rows_in=10, rows_out=7, bytes_out=99, duration_ms=1234)
+    assert not db.complete_task(task, me, output="[]", rows_in=1, rows_out=1, bytes_out=1, duration_ms=1)  # once
+    (load,) = db.table_loads("g", 0)
+    assert (load["executor_ms"], load["running"], load["waiting"]) == (1234, 0, False)
+    process = db.process(process_id)
+    assert process is not None
+    db.finish_process(process, "SUCCESS", snapshot_id=42)
+    done = db.process(process_id)
+    assert done is not None
+    assert (done.status, done.snapshot_id, done.rows_in, done.rows_out, done.bytes_out) == ("SUCCESS", 42, 10, 7, 99)
+    assert db.table("local.db.t").last_minor_ms is not None  # type: ignore[union-attr]
