@@ -114,6 +114,11 @@ class OptimizerService:
             self.db.stop_optimizer(self.optimizer_id)
         self.db.dispose()
 
+    @property
+    def running(self) -> bool:
+        """Started and not stopped (its threads restart themselves after an error)."""
+        return bool(self.optimizer_id) and not self._stop.is_set()
+
     def request_stop(self) -> None:
         """Ask :meth:`run_forever` to stop (safe from a signal handler)."""
         self._stop.set()

@@ -24,6 +24,7 @@ NEEDS_AT_IMPORT: dict[str, frozenset[str]] = {
     "mixed_iceberg.ingest.monitor": frozenset({"confluent_kafka"}),
     "mixed_iceberg.ingest.runtime": frozenset({"confluent_kafka"}),
     "mixed_iceberg.logstore.kafka": frozenset({"confluent_kafka"}),
+    "mixed_iceberg.optimizer.flink": frozenset({"pyflink"}),
 }
 
 

@@ -255,6 +255,14 @@ class SystemDatabase:
         with self.engine.connect() as c:
             return [row._asdict() for row in c.execute(query)]
 
+    def optimizers(self, group: str | None = None) -> list[dict[str, Any]]:
+        """Every optimizer ever registered (of ``group``, or all), oldest first, stopped ones included."""
+        query = select(OPTIMIZERS).order_by(OPTIMIZERS.c.started_ms)
+        if group is not None:
+            query = query.where(OPTIMIZERS.c.group_name == group)
+        with self.engine.connect() as c:
+            return [row._asdict() for row in c.execute(query)]
+
     def group_threads(self, group: str, timeout_ms: int) -> int:
         """Executor threads of the group's live optimizers (at least 1, as Amoro counts them)."""
         return max(1, sum(int(o["threads"]) for o in self.live_optimizers(group, timeout_ms)))

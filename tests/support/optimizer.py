@@ -1,0 +1,71 @@
+"""Tables and configurations for optimizer tests that run the service in other processes (CLI, PyFlink)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+from mixed_iceberg import MixedCatalog, MixedTable
+from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
+
+#: Minor optimizing due as soon as change data arrives, however recently the table was optimized.
+DUE = {
+    "self-optimizing.minor.trigger.file-count": "3",
+    "self-optimizing.minor.trigger.interval": "0",
+    "self-optimizing.min-plan-interval": "0",
+}
+_ids = itertools.count()
+
+
+class OptimizerSetup:
+    """A catalog under ``root``, an ``optimizer.yaml`` naming it by properties, and a system database."""
+
+    def __init__(self, root: Path, group: str = "default", **properties: str) -> None:
+        self.root = root
+        self.group = group
+        self.catalog: MixedCatalog = local_catalog(root / "catalog")
+        self.system_db = f"sqlite:///{root}/system.db"
+        group_properties = {
+            "refresh-interval": "500ms",
+            "heartbeat-interval": "300ms",
+            "heartbeat-timeout": "3s",
+            "maintenance-interval": "0",
+            **properties,
+        }
+        self.config_path = root / "optimizer.yaml"
+        self.config_path.write_text(
+            json.dumps(
+                {
+                    "system-database": self.system_db,
+                    "catalogs": [
+                        {
+                            "name": "local",
+                            "properties": {
+                                "uri": f"sqlite:///{root}/catalog/catalog.db",
+                                "warehouse": str(root / "catalog" / "wh"),
+                            },
+                        }
+                    ],
+                    "optimizer_groups": [{"name": group, "container": "local", "properties": group_properties}],
+                }
+            )
+        )
+
+    def table(self, name: str, commits: int = 4, **properties: str) -> MixedTable:
+        table = self.catalog.create_table(f"db.{name}", ORDERS_SCHEMA, primary_key=["id"], properties={**DUE, **properties})
+        table.bulk_load(changes([("+I", k, "a", k, 1.0) for k in range(200)]).drop_columns(["_change_action"]))
+        churn(table, commits)
+        return table
+
+
+def churn(table: MixedTable, commits: int) -> None:
+    """``commits`` change commits: an update and a new key each."""
+    for _ in range(commits):
+        i = next(_ids) % 200
+        with table.new_transaction() as txn:
+            txn.write(changes([("-U", i, "a", i, 1.0), ("+U", i, "b", i + 1000, 2.0), ("+I", 10_000 + next(_ids), "c", 1, 1.0)]))
+
+
+def merged(table: MixedTable) -> list[tuple[object, ...]]:
+    return sorted(rows_of(table.refresh().scan().to_arrow()))
