@@ -63,7 +63,8 @@ def _admin(bootstrap: str) -> AdminClient:
 
 
 def ensure_topic(bootstrap: str, topic: str, partitions: int, config: Mapping[str, str] | None = None) -> None:
-    """Create ``topic`` with ``partitions`` unless it exists."""
+    """Create ``topic`` with ``partitions`` unless it exists; returns once the broker's metadata
+    shows it (right after a create, metadata can still say the topic has no partitions)."""
     admin = _admin(bootstrap)
     if topic in admin.list_topics(timeout=_TIMEOUT).topics:
         return
@@ -73,6 +74,18 @@ def ensure_topic(bootstrap: str, topic: str, partitions: int, config: Mapping[st
     except KafkaException as exc:
         if "TOPIC_ALREADY_EXISTS" not in str(exc):
             raise LogStoreError(f"creating topic {topic}: {exc}") from exc
+    _await_partitions(admin, topic, partitions)
+
+
+def _await_partitions(admin: AdminClient, topic: str, partitions: int) -> None:
+    deadline = time.monotonic() + _TIMEOUT
+    while True:
+        metadata = admin.list_topics(topic, timeout=_TIMEOUT).topics.get(topic)
+        if metadata is not None and metadata.error is None and len(metadata.partitions) >= partitions:
+            return
+        if time.monotonic() > deadline:
+            raise LogStoreError(f"topic {topic}: expected {partitions} partitions in the metadata within {_TIMEOUT:.0f} s")
+        time.sleep(0.1)
 
 
 def ensure_partitions(bootstrap: str, topic: str, partitions: int) -> None:
@@ -80,11 +93,13 @@ def ensure_partitions(bootstrap: str, topic: str, partitions: int) -> None:
     ensure_topic(bootstrap, topic, partitions)
     if partition_count(bootstrap, topic) >= partitions:
         return
-    future = _admin(bootstrap).create_partitions([NewPartitions(topic, partitions)])[topic]
+    admin = _admin(bootstrap)  # held until the future completes: a collected client fails it (_DESTROY)
+    future = admin.create_partitions([NewPartitions(topic, partitions)])[topic]
     try:
         future.result()
     except KafkaException as exc:
         raise LogStoreError(f"growing topic {topic} to {partitions} partitions: {exc}") from exc
+    _await_partitions(admin, topic, partitions)
 
 
 def partition_count(bootstrap: str, topic: str) -> int:

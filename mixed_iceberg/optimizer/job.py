@@ -4,7 +4,7 @@ Locally this starts a Flink mini-cluster in the PyFlink gateway JVM. Under ``fli
 the same code submits to the cluster. ``--parallelism`` is the group's execution capacity
 (one optimizer per subtask), ``--threads`` the executor threads of each. ``--run-for``
 (demo, tests) cancels the job after that many seconds. Without it the job runs until it is
-cancelled.
+cancelled: on a cluster there, on the local mini-cluster by SIGTERM or SIGINT to this client.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 import sysconfig
-import time
+import threading
 from pathlib import Path
 
 import yaml
@@ -56,19 +57,19 @@ def main(argv: list[str] | None = None) -> int:
     pinned = pinned_config(config, raw)
     env = build_pipeline(pinned, args.group, parallelism=args.parallelism, threads=args.threads, python=sys.executable)
     name = f"mixed-iceberg-optimizer-{args.group}"
-    if not args.run_for:
-        env.execute(name)
+    if "PYFLINK_GATEWAY_PORT" in os.environ and not args.run_for:
+        env.execute(name)  # under `flink run`: the cluster runs it until it is cancelled there
         return 0
+    # The local mini-cluster lives in this client: SIGTERM / SIGINT cancel the job, so that its
+    # optimizers unregister (close()) instead of dying with the JVM.
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
     client = env.execute_async(name)
-    log.info(
-        "optimizer job %s: group %s, %d optimizer(s), cancelled after %.0f s",
-        client.get_job_id(),
-        args.group,
-        args.parallelism,
-        args.run_for,
-    )
+    until = f"cancelled after {args.run_for:.0f} s" if args.run_for else "until SIGTERM"
+    log.info("optimizer job %s: group %s, %d optimizer(s), %s", client.get_job_id(), args.group, args.parallelism, until)
     try:
-        time.sleep(args.run_for)
+        stop.wait(args.run_for or None)
     finally:
         client.cancel().result()
     return 0
