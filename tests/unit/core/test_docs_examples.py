@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
-PAGES = ["catalogs.md", "debezium.md", "optimizing.md", "reading.md", "schema-evolution.md", "semantics.md"]
+PAGES = ["catalogs.md", "debezium.md", "optimizer.md", "optimizing.md", "reading.md", "schema-evolution.md", "semantics.md"]
 
 
 @pytest.mark.parametrize("page", PAGES)
