@@ -238,7 +238,11 @@ class OptimizerService:
         for table_id in order:
             runtime = runtimes[table_id]
             if runtime.process_id is not None:
-                self._advance(runtime)
+                if self._advance(runtime) == "SUCCESS":
+                    # Planned again in this round: the table's next change waits no refresh interval.
+                    refreshed = self.db.table(table_id)
+                    if refreshed is not None and refreshed.process_id is None:
+                        to_plan.append(refreshed)
             elif runtime.next_plan_ms <= now_ms():
                 to_plan.append(runtime)
         planned_bytes = 0
@@ -285,26 +289,27 @@ class OptimizerService:
         )
         self.db.release_table(runtime.table_id, self.optimizer_id)
 
-    def _advance(self, runtime: TableRuntime) -> None:
-        """A process in flight: commit it when its tasks are done, end it when one failed for good."""
+    def _advance(self, runtime: TableRuntime) -> str | None:
+        """A process in flight: commit it when its tasks are done, end it when one failed for good;
+        the status it ended with (None: still running, or another optimizer holds the table)."""
         assert runtime.process_id is not None
         process = self.db.process(runtime.process_id)
         if process is None:
             self.db.set_table(runtime.table_id, process_id=None, status="IDLE")
-            return
+            return "CANCELED"
         tasks = self.db.tasks(process.process_id)
         failed = [t for t in tasks if t.status == "FAILED"]
         succeeded = [t for t in tasks if t.status == "SUCCESS"]
         if len(succeeded) + len(failed) < len(tasks):
-            return  # still running
+            return None  # still running
         if not self.db.claim_table(runtime.table_id, self.optimizer_id, self._lease()):
-            return  # another optimizer holds it
+            return None  # another optimizer holds it
         table = self.table(runtime.catalog, runtime.table_name)
         partial = OPT_PARTIAL.read(table.properties, runtime.table_name)
         if failed and not (partial and succeeded and not process.unit):
             error = failed[0].error or "a task failed"
             self._finish(process, "FAILED", error=f"{len(failed)} task(s) failed after their retries; first: {error}")
-            return
+            return "FAILED"
         self.db.set_table(runtime.table_id, status="COMMITTING")
         self.db.set_process(process.process_id, status="COMMITTING")
         try:
@@ -312,12 +317,13 @@ class OptimizerService:
         except CommitConflictError as exc:
             log.info("%s: process %d lost a race and is planned again: %s", runtime.table_id, process.process_id, exc)
             self._finish(process, "CANCELED", error=str(exc))
-            return
+            return "CANCELED"
         except Exception as exc:
             log.warning("%s: commit of process %d failed: %s", runtime.table_id, process.process_id, exc)
             self._finish(process, "FAILED", error=f"commit failed: {type(exc).__name__}: {exc}")
-            return
+            return "FAILED"
         self._finish(process, "SUCCESS", snapshot_id=outcome.snapshot_id)
+        return "SUCCESS"
 
     def _finish(self, process: ProcessRecord, status: str, *, error: str | None = None, snapshot_id: int | None = None) -> None:
         self.db.finish_process(

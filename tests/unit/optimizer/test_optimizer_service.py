@@ -196,3 +196,87 @@ def test_two_optimizers_of_a_group_share_its_tables_and_never_overlap_on_one(
         assert len(keys) == len(set(keys)), "one row per key"
     owners = {t.owner for t in db.tasks() if t.status == "SUCCESS"} | {p.planned_by for p in db.processes()}
     assert owners <= {s.optimizer_id for s in services}
+
+
+def _partitioned(catalog: MixedCatalog, name: str, rows: int, **properties: str) -> MixedTable:
+    table = catalog.create_table(
+        f"db.{name}", ORDERS_SCHEMA, primary_key=["id"], partition_by=["bucket(8, id)"], properties={**DUE, **properties}
+    )
+    table.bulk_load(changes([("+I", k, "a", k, 1.0) for k in range(rows)]).drop_columns(["_change_action"]))
+    return table
+
+
+def _spread_churn(table: MixedTable, rows: int) -> None:
+    """One commit touching every partition: a process of eight tasks."""
+    keys = [next(_ids) % rows for _ in range(64)]
+    with table.new_transaction() as txn:
+        txn.write(changes([row for k in dict.fromkeys(keys) for row in (("-U", k, "a", k, 1.0), ("+U", k, "b", k, 2.0))]))
+
+
+@pytest.mark.slow
+def test_executor_time_follows_the_quotas_when_the_group_is_saturated(
+    tmp_path: Path, catalog: MixedCatalog, services: list[OptimizerService]
+) -> None:
+    """Two tables under continuous writes, quotas 0.9 and 0.1, one executor thread: both are
+    optimized and the 0.9 table gets most of the executor time.
+
+    Measured here: 0.71 and 0.72 of it in two runs (equal quotas would give 0.5). It falls short of
+    0.9 because a table has one process at a time. Between the last task of the 0.9 table's
+    process and its next plan (the commit, then planning), only the 0.1 table has a task
+    waiting, and the free thread takes it (Amoro's break-quota-limit, on by default). When
+    both tables always have a task waiting, the policy alone gives 0.9 within 2 points
+    (test_scheduling.py). Asserted: at least 0.6."""
+    rows = 40_000
+    big = _partitioned(catalog, "big", rows, **{"self-optimizing.quota": "0.9"})
+    small = _partitioned(catalog, "small", rows, **{"self-optimizing.quota": "0.1"})
+    stop = threading.Event()
+
+    def writer() -> None:
+        while not stop.is_set():
+            for table in (big, small):
+                _spread_churn(table, rows)
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    service = OptimizerService(
+        config(tmp_path, default={"quota-look-back": "10min"}), "default", threads=1, catalogs={"local": catalog}
+    )
+    services.append(service.start())
+    try:
+        time.sleep(25)
+    finally:
+        stop.set()
+        thread.join()
+    loads = {row["table_id"]: row["executor_ms"] for row in service.db.table_loads("default", 0)}
+    share = loads["local.db.big"] / (loads["local.db.big"] + loads["local.db.small"])
+    print(f"executor ms: {loads}; share of the 0.9 table: {share:.3f}")
+    assert succeeded(service.db, "local.db.big")
+    assert succeeded(service.db, "local.db.small")
+    assert 0.6 <= share <= 0.95
+
+
+@pytest.mark.slow
+def test_a_long_full_optimize_in_one_group_never_delays_another_groups_minor(
+    tmp_path: Path, catalog: MixedCatalog, services: list[OptimizerService]
+) -> None:
+    heavy_rows = 400_000
+    heavy = _partitioned(
+        catalog, "heavy", heavy_rows, **{"self-optimizing.group": "batch", "self-optimizing.full.trigger.interval": "0"}
+    )
+    _spread_churn(heavy, heavy_rows)
+    light = churned(catalog, "light", commits=0, **{"self-optimizing.group": "stream"})
+    cfg = config(tmp_path, batch={}, stream={})
+    services.append(OptimizerService(cfg, "batch", threads=1, catalogs={"local": catalog}).start())
+    db = services[0].db
+    wait_for(lambda: any(p.type == "full" for p in db.processes("local.db.heavy")), what="the full optimize started")
+    services.append(OptimizerService(cfg, "stream", threads=1, catalogs={"local": catalog}).start())
+    churn(light, 4)
+    wait_for(lambda: succeeded(db, "local.db.light"), what="the other group's minor")
+    (full,) = [p for p in db.processes("local.db.heavy") if p.type == "full"][:1]
+    minor = next(p for p in db.processes("local.db.light") if p.status == "SUCCESS")
+    finished = db.process(full.process_id)
+    assert finished is not None
+    # The minor was planned, executed and committed while the full was still running.
+    assert minor.finished_ms is not None
+    assert finished.finished_ms is None or minor.finished_ms < finished.finished_ms, (minor, finished)
