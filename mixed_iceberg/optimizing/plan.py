@@ -5,7 +5,9 @@ Per partition: which change files to merge (a sequence prefix bounded by
 (by type), and which segments only get position deletes. Base files whose transaction id is
 above the merged range are never rewritten: their rows would otherwise take a lower LSN.
 Fragments are merged by size tier and position-delete files combined in batches
-(:mod:`mixed_iceberg.optimizing.tiers`); full optimizing rewrites regardless.
+(:mod:`mixed_iceberg.optimizing.tiers`); full optimizing rewrites regardless. A partition's
+task above ``self-optimizing.max-task-size-bytes`` is split by key space
+(:mod:`mixed_iceberg.optimizing.split`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from mixed_iceberg.optimizing.model import (
     RewriteTask,
     TableEvaluation,
 )
+from mixed_iceberg.optimizing.split import split_task
 from mixed_iceberg.optimizing.tiers import by_node, combine_threshold, fragments_to_merge, undersized_to_merge
 
 __all__ = ["change_prefix", "plan_tasks"]
@@ -155,6 +158,10 @@ def plan_tasks(
         if kind is None:
             continue
         task = plan_partition(part, kind, config, keyed=keyed, merged_up_to=merged_up_to)
-        if task is not None:
+        if task is None:
+            continue
+        if cross_partition:  # one merge across partitions (execute_unit): never split
             tasks.append(task)
+        else:
+            tasks += split_task(task, config.max_task_size, keyed=keyed)
     return tasks

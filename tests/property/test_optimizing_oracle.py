@@ -25,9 +25,9 @@ _names = itertools.count()
 
 
 @pytest.mark.parametrize(
-    ("partition_by", "target_size"),
-    [(None, None), (None, "1024"), (["cat"], "1024")],
-    ids=["fragments-rewritten", "segments-get-position-deletes", "partitioned-segments"],
+    ("partition_by", "target_size", "max_task"),
+    [(None, None, None), (None, "1024", None), (["cat"], "1024", None), (None, "1024", "1")],
+    ids=["fragments-rewritten", "segments-get-position-deletes", "partitioned-segments", "tasks-split-by-node"],
 )
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(
@@ -38,16 +38,23 @@ def test_merged_read_equals_replay_across_optimizing(
     tmp_path: Path,
     partition_by: list[str] | None,
     target_size: str | None,
+    max_task: str | None,
     history: tuple[list[Row], list[list[Row]]],
     runs: list[str | None],
 ) -> None:
-    _check_across_optimizing(tmp_path, partition_by, target_size, history, runs)
+    _check_across_optimizing(tmp_path, partition_by, target_size, history, runs, max_task=max_task)
 
 
 @pytest.mark.parametrize(
-    ("partition_by", "target_size"),
-    [(None, None), (None, "1024"), (["id"], "1024"), (["cat"], "1024")],
-    ids=["fragments-rewritten", "segments-get-position-deletes", "partitioned-by-key", "keys-move-between-partitions"],
+    ("partition_by", "target_size", "max_task"),
+    [(None, None, None), (None, "1024", None), (["id"], "1024", None), (["cat"], "1024", None), (None, None, "1")],
+    ids=[
+        "fragments-rewritten",
+        "segments-get-position-deletes",
+        "partitioned-by-key",
+        "keys-move-between-partitions",
+        "tasks-split-by-node",
+    ],
 )
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(
@@ -58,12 +65,13 @@ def test_upsert_streams_stay_latest_by_key_across_optimizing(
     tmp_path: Path,
     partition_by: list[str] | None,
     target_size: str | None,
+    max_task: str | None,
     history: tuple[list[Row], list[list[Row]]],
     runs: list[str | None],
 ) -> None:
     """+I over existing keys, +U without -U, deletes of absent keys: after every optimizing the
     merged read is still latest-by-key, and the BaseStore itself holds one live row per key."""
-    _check_across_optimizing(tmp_path, partition_by, target_size, history, runs, base_unique=True)
+    _check_across_optimizing(tmp_path, partition_by, target_size, history, runs, base_unique=True, max_task=max_task)
 
 
 def _check_across_optimizing(
@@ -74,9 +82,12 @@ def _check_across_optimizing(
     runs: list[str | None],
     *,
     base_unique: bool = False,
+    max_task: str | None = None,
 ) -> None:
     initial, txns = history
     properties = {"self-optimizing.target-size": target_size} if target_size else {}
+    if max_task:  # every task split as far as its files' tree nodes allow
+        properties["self-optimizing.max-task-size-bytes"] = max_task
     table = local_catalog(tmp_path / "c").create_table(
         f"db.o{next(_names)}", ORDERS_SCHEMA, primary_key=["id"], partition_by=partition_by, properties=properties
     )

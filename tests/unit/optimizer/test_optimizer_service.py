@@ -105,9 +105,12 @@ def test_a_group_optimizes_its_tables_without_anyone_asking(
     assert {t.table_id for t in db.tables()} == {"local.db.a", "local.db.b"}
     assert db.processes("local.db.other") == []
     assert db.processes("local.db.off") == []
+    # Planned again each round (nothing is due, so it is found IDLE and its lease let go again).
+    wait_for(lambda: getattr(db.table("local.db.a"), "status", None) == "IDLE", what="table a idle")
     runtime = db.table("local.db.a")
     assert runtime is not None
-    assert (runtime.status, runtime.last_minor_ms is not None, runtime.owner) == ("IDLE", True, None)
+    assert runtime.last_minor_ms is not None
+    assert runtime.failures == 0
     # More change arrives: the service notices on its own.
     churn(served[0], 4)
     wait_for(lambda: len([p for p in db.processes("local.db.a") if p.status == "SUCCESS"]) >= 2, what="the second round")
