@@ -1,6 +1,7 @@
 """``mixed-iceberg``: operate tables and optimizers from the shell.
 
 mixed-iceberg [--catalog local] status   db.orders     file classes, pending optimizing type
+mixed-iceberg status                                   the optimizer groups (as `groups`)
 mixed-iceberg [--catalog local] optimize db.orders [--type minor|major|full]
 mixed-iceberg optimizer --group default [--threads 2]  run an optimizer (the local container)
 mixed-iceberg groups                                   optimizer groups: live optimizers, backlog, tables
@@ -88,8 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--catalog", default="local", help="catalog name in conf/catalogs.yaml (default: local)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each commit and task")
     sub = parser.add_subparsers(dest="command", required=True)
-    status = sub.add_parser("status", help="file counts by class, delete ratio, pending optimizing type")
-    status.add_argument("table")
+    status = sub.add_parser(
+        "status", help="a table: file counts by class, delete ratio, pending type; no table: the optimizer groups"
+    )
+    status.add_argument("table", nargs="?", default=None)
+    status.add_argument("--config", default=None, help="optimizer config, for the groups (default conf/optimizer.yaml)")
     optimize = sub.add_parser("optimize", help="run self-optimizing now")
     optimize.add_argument("table")
     optimize.add_argument("--type", choices=["minor", "major", "full"], default=None, help="force a type (default: what is due)")
@@ -105,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "optimizer":
             return _run_optimizer(args.config, args.group, args.threads)
-        if args.command == "groups":
+        if args.command == "groups" or (args.command == "status" and args.table is None):
             return _groups(args.config)
         if args.command == "status":
             report = _status(args.catalog, args.table)

@@ -283,3 +283,31 @@ def test_a_long_full_optimize_in_one_group_never_delays_another_groups_minor(
     # The minor was planned, executed and committed while the full was still running.
     assert minor.finished_ms is not None
     assert finished.finished_ms is None or minor.finished_ms < finished.finished_ms, (minor, finished)
+
+
+def test_maintenance_runs_from_the_service_on_its_interval(
+    tmp_path: Path, catalog: MixedCatalog, services: list[OptimizerService]
+) -> None:
+    table = churned(catalog, "kept", **{"snapshot.keep.duration": "0min", "snapshot.keep.min-count": "1"})
+    snapshots = len(table.change_store.metadata.snapshots)  # type: ignore[union-attr]
+    service = OptimizerService(config(tmp_path, default={"maintenance-interval": "1s"}), "default", catalogs={"local": catalog})
+    services.append(service.start())
+    wait_for(lambda: getattr(service.db.table("local.db.kept"), "last_maintenance_ms", None) is not None, what="maintenance")
+    runtime = service.db.table("local.db.kept")
+    assert runtime is not None
+    assert runtime.maintenance_error is None
+    assert len(table.refresh().change_store.metadata.snapshots) < snapshots  # type: ignore[union-attr]
+
+
+def test_the_cli_reports_a_group_nobody_serves(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mixed_iceberg.cli.main import main
+
+    cfg_path = tmp_path / "optimizer.yaml"
+    cfg_path.write_text(f"system-database: sqlite:///{tmp_path}/system.db\noptimizer_groups: [{{name: lonely}}]\n")
+    db = SystemDatabase(f"sqlite:///{tmp_path}/system.db")
+    db.migrate()
+    db.sync_tables("lonely", [("local.db.t", "local", "db.t", 0.5)])
+    assert main(["status", "--config", str(cfg_path)]) == 0
+    out = capsys.readouterr()
+    assert "group lonely has no live optimizer; 0 tasks pending, 1 table(s) waiting" in out.err
+    assert '"group": "lonely"' in out.out
