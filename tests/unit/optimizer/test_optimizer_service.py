@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mixed_iceberg import MixedCatalog, MixedTable
+from mixed_iceberg import MixedCatalog, MixedTable, TableFormat
+from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
 from mixed_iceberg.optimizer.config import OptimizerConfig, parse_optimizer_config
 from mixed_iceberg.optimizer.report import group_report, warnings
 from mixed_iceberg.optimizer.service import OptimizerService
@@ -311,3 +312,43 @@ def test_the_cli_reports_a_group_nobody_serves(tmp_path: Path, capsys: pytest.Ca
     out = capsys.readouterr()
     assert "group lonely has no live optimizer; 0 tasks pending, 1 table(s) waiting" in out.err
     assert '"group": "lonely"' in out.out
+
+
+def test_plain_iceberg_tables_are_served_the_same_way(
+    tmp_path: Path, catalog: MixedCatalog, services: list[OptimizerService]
+) -> None:
+    plain = catalog.create_table("db.plain", ORDERS_SCHEMA, properties=DUE, table_format=TableFormat.ICEBERG)
+    for i in range(12):
+        plain.bulk_load(changes([("+I", 100 * i + k, "p", k, 1.0) for k in range(50)]).drop_columns(["_change_action"]))
+    before = sorted(rows_of(plain.scan().to_arrow()))
+    files_before = len(plain.base_store.inspect.files())
+    service = OptimizerService(config(tmp_path, default={}), "default", catalogs={"local": catalog})
+    services.append(service.start())
+    wait_for(lambda: succeeded(service.db, "local.db.plain"), what="the plain Iceberg table optimized")
+    plain.refresh()
+    assert sorted(rows_of(plain.scan().to_arrow())) == before
+    assert len(plain.base_store.inspect.files()) < files_before
+
+
+def test_allow_partial_commit_commits_the_partitions_that_succeeded(
+    tmp_path: Path, catalog: MixedCatalog, services: list[OptimizerService]
+) -> None:
+    table = _partitioned(
+        catalog,
+        "partial",
+        2_000,
+        **{"self-optimizing.allow-partial-commit": "true", "self-optimizing.execute.num-retries": "0"},
+    )
+    _spread_churn(table, 2_000)
+    # One partition's change file is garbage: its task fails, the other partitions' succeed.
+    poisoned = table.change_store.inspect.files().column("file_path")[0].as_py()  # type: ignore[union-attr]
+    Path(poisoned.removeprefix("file://")).write_bytes(b"not parquet")
+    service = OptimizerService(config(tmp_path, default={}), "default", catalogs={"local": catalog})
+    services.append(service.start())
+    wait_for(lambda: succeeded(service.db, "local.db.partial"), what="a partial commit")
+    process = next(p for p in service.db.processes("local.db.partial") if p.status == "SUCCESS")
+    states = sorted(t.status for t in service.db.tasks(process.process_id))
+    assert states.count("FAILED") == 1
+    assert states.count("SUCCESS") == len(states) - 1 >= 1
+    sequences = read_optimized_sequence(table.refresh().base_store, table.base_store.current_snapshot())
+    assert len([p for p, s in sequences.items() if s > 0]) == len(states) - 1  # the poisoned partition is left as it was
