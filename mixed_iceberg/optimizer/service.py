@@ -225,7 +225,7 @@ class OptimizerService:
             self.group.name,
             heartbeat_timeout_ms=props.heartbeat_timeout_ms,
             ack_timeout_ms=props.task_ack_timeout_ms,
-            max_retries=5,
+            max_retries=OPT_RETRIES.default,  # per-table counts apply to failed runs; a lease that ran out counts against the default
         )
         served = self.discover()
         self.db.sync_tables(self.group.name, [(s.table_id, s.catalog, s.name, s.quota) for s in served])
@@ -387,7 +387,7 @@ class OptimizerService:
         process = self.db.process(task.process_id)
         runtime = self.db.table(table_id)
         started = time.monotonic()
-        retries = 5
+        retries = OPT_RETRIES.default
         try:
             if process is None or runtime is None:
                 raise LookupError(f"task {task.process_id}/{task.task_id}: its process or table is gone")

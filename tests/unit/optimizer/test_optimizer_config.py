@@ -80,3 +80,13 @@ def test_catalog_entries_may_carry_properties_and_variables_expand(tmp_path: Pat
     assert dict(config.catalogs) == {"lake": {"type": "sql", "uri": "sqlite:///x.db"}}
     with pytest.raises(ConfigError, match="expected a group named 'h', found \\['g'\\]"):
         config.group("h")
+
+
+def test_the_docs_list_every_group_property_with_its_default() -> None:
+    """docs/optimizer.md's table of group properties is the registry's (no key missing or stale)."""
+    text = (ROOT / "docs" / "optimizer.md").read_text()
+    documented = dict(re.findall(r"^\| `([a-z-]+)` \| `?([^`|]+?)`? \|", text, flags=re.MULTILINE))
+    assert set(documented) == set(GROUP_OPTIONS)
+    for key, option in GROUP_OPTIONS.items():
+        shown = documented[key].strip()
+        assert option.parse(shown) == option.default, f"{key}: the docs say {shown}, the default is {option.default}"
