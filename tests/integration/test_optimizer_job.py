@@ -45,7 +45,7 @@ def test_the_optimizer_job_serves_its_group(tmp_path: Path, on_cluster: bool, re
     tables = [setup.table("a"), setup.table("b"), setup.table("elsewhere", **{"self-optimizing.group": "other"})]
     before = {t.name: merged(t) for t in tables}
     started = time.monotonic()
-    _run(setup, on_cluster=on_cluster, seconds=40)
+    _run(setup, on_cluster=on_cluster, seconds=30)
     db = SystemDatabase(setup.system_db)
     for name in ("a", "b"):
         processes = db.processes(f"local.db.{name}")
