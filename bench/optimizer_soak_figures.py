@@ -1,0 +1,141 @@
+"""The optimizer soak's figures: live files, merged reads, backlog and drain of each setting, beside off.
+
+Pure functions of the raw measurements ``bench.optimizer_soak`` keeps in its detail (``runs``:
+one dict per setting with its samples, backlog polls, optimizer processes and CPU), so a stored
+run can be summarized again. See that module for what is measured and the targets.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bench.harness import Figure
+
+__all__ = ["FIGURES", "FLAT_TOLERANCE", "drain_seconds", "figures_and_notes", "live_file_bound", "summarize"]
+
+#: Our reading of "flat": wall-clock reads on a shared machine move by more than 10 %.
+FLAT_TOLERANCE = 1.25
+
+FIGURES = (  # summary key, figure name, unit
+    ("peak_live_files", "peak live files per table", "files"),
+    ("mean_live_files_writing", "mean live files per table while writing", "files"),
+    ("end_live_files", "live files per table at the end", "files"),
+    ("bound", "live-file bound per table", "files"),
+    ("within_bound_pct", "samples within the bound while writing", "%"),
+    ("read_first_s", "merged read, first third of the writes", "s"),
+    ("read_last_s", "merged read, last third of the writes", "s"),
+    ("read_growth", "merged read growth (last / first third)", "x"),
+    ("read_end_s", "merged read at the end", "s"),
+    ("drain_s", "backlog drained after the writes stopped", "s"),
+    ("backlog_peak", "backlog peak", "tasks"),
+    ("commits", "optimizer commits", "processes"),
+    ("change_commits", "ChangeStore commits", "commits"),
+    ("ingest_lag_s", "writes stopped after the stream ended", "s"),
+    ("optimizer_cpu_s", "optimizer job CPU", "s"),
+    ("executor_busy_pct", "optimizer executors busy", "%"),
+)
+#: Figures that have no meaning for a table nobody optimizes: no baseline beside them.
+_NO_BASELINE = {"bound", "drain_s", "backlog_peak", "commits", "optimizer_cpu_s", "executor_busy_pct"}
+
+
+def live_file_bound(properties: Mapping[str, str], data_bytes: int) -> int:
+    """``base.file-index.hash-bucket x ceil(size / self-optimizing.target-size) +
+    self-optimizing.minor.trigger.file-count``, read from the table's properties (at least one
+    file per bucket)."""
+    from mixed_iceberg.options import BASE_HASH_BUCKET, OPT_MINOR_FILES, OPT_TARGET_SIZE
+
+    files_per_bucket = max(1, math.ceil(data_bytes / OPT_TARGET_SIZE.read(properties)))
+    return int(BASE_HASH_BUCKET.read(properties) * files_per_bucket + OPT_MINOR_FILES.read(properties))
+
+
+def drain_seconds(polls: Sequence[Sequence[float]], stop: float, window: float, poll_s: float) -> float | None:
+    """Seconds from ``stop`` to the first poll after which nothing was queued or in flight for
+    ``window`` seconds; ``None`` when that did not happen within the observation."""
+    for i, (t, _, _) in enumerate(polls):
+        if t < stop - poll_s:
+            continue
+        later = [p for p in polls[i:] if p[0] <= t + window]
+        if polls[-1][0] >= t + window and all(b == 0 and f == 0 for _, b, f in later):
+            return max(0.0, t - stop)
+    return None
+
+
+def summarize(result: Mapping[str, Any]) -> dict[str, Any]:
+    """One setting's figures: live files, reads, backlog, drain, commits, CPU."""
+    samples, stop = result["samples"], result["writes_stopped_s"]
+    live = [[t["change_files"] + t["data_files"] + t["delete_files"] for t in s["tables"]] for s in samples]
+    writing = [i for i, s in enumerate(samples) if s["t"] <= stop]
+    third = max(1, len(writing) // 3)
+    reads = [statistics.mean(t["read_s"] for t in s["tables"]) for s in samples]
+    first = statistics.median(reads[i] for i in writing[:third])
+    last = statistics.median(reads[i] for i in writing[-third:])
+    bound = live_file_bound(result["properties"], max(t["data_bytes"] for t in samples[-1]["tables"]))
+    cpu = result["cpu_s"]
+    out: dict[str, Any] = {
+        "peak_live_files": max(max(row) for row in live),
+        "mean_live_files_writing": statistics.mean(statistics.mean(live[i]) for i in writing),
+        "end_live_files": max(live[-1]),
+        "bound": bound,
+        "within_bound_pct": 100 * sum(n <= bound for i in writing for n in live[i]) / sum(len(live[i]) for i in writing),
+        "read_first_s": first,
+        "read_last_s": last,
+        "read_growth": last / first if first else None,
+        "read_end_s": reads[-1],
+        "change_commits": result["change_commits"],
+        "ingest_lag_s": stop - result["stream_end_s"],
+        "optimizer_cpu_s": cpu["optimizer"],
+        "ingest_cpu_s": cpu["ingest"],
+        "bench_cpu_s": cpu["bench"],
+        "broker_cpu_s": cpu["broker"],
+        "cores_used": sum(cpu.values()) / result["wall_s"],
+    }
+    if result["parallelism"]:
+        polls, processes = result["polls"], result["processes"]
+        done = [p for p in processes if p["status"] == "SUCCESS"]
+        latency = [p["finished_s"] - p["planned_s"] for p in done]
+        out.update(
+            backlog_peak=max((b for _, b, _ in polls), default=0),
+            backlog_at_stop=next((b for t, b, _ in polls if t >= stop), None),
+            drain_s=drain_seconds(polls, stop, result["quiet_window_s"], result["poll_s"]),
+            commits=len(done),
+            failed=sum(p["status"] in ("FAILED", "CANCELED") for p in processes),
+            plan_to_commit_s=statistics.median(latency) if latency else None,
+            executor_busy_pct=100 * sum(p["task_ms"] for p in processes) / 1000 / (result["wall_s"] * result["parallelism"]),
+        )
+    return out
+
+
+def figures_and_notes(
+    results: Sequence[Mapping[str, Any]], summaries: Mapping[str, Mapping[str, Any]]
+) -> tuple[list[Figure], list[str]]:
+    """Each optimizing setting's figures beside the ``off`` run with as many tables; the targets as notes."""
+    figures: list[Figure] = []
+    notes: list[str] = []
+    for result in results:
+        if not result["parallelism"]:
+            continue
+        ours, off = summaries[result["setting"]], summaries.get(f"t{result['tables']}-off", {})
+        for key, name, unit in FIGURES:
+            if ours.get(key) is not None:
+                baseline = None if key in _NO_BASELINE else off.get(key)
+                figures.append(Figure(f"{result['label']}: {name}", ours[key], unit, baseline=baseline))
+        target_drain = 2 * result["refresh_s"]
+        bounded = ours["peak_live_files"] <= ours["bound"]
+        flat = ours["read_growth"] is not None and ours["read_growth"] <= FLAT_TOLERANCE
+        drained = ours["drain_s"] is not None and ours["drain_s"] <= target_drain
+        drain = f"{ours['drain_s']:.1f} s" if ours["drain_s"] is not None else "not within the observation"
+        notes.append(
+            f"{result['label']}: live files {'bounded' if bounded else 'NOT bounded'} (peak {ours['peak_live_files']} per "
+            f"table, bound {ours['bound']}, {ours['within_bound_pct']:.0f}% of samples within it); merged read "
+            f"{'flat' if flat else 'NOT flat'} ({ours['read_growth']:.2f}x over the writes, off "
+            f"{off.get('read_growth', float('nan')):.2f}x); backlog {'drained' if drained else 'NOT drained'} within two "
+            f"refresh intervals ({drain}, target {target_drain:.0f} s); {ours['failed']} failed or canceled processes; "
+            f"jobs, broker and sampler used {ours['cores_used']:.2f} cores"
+        )
+    for result in results:
+        if not all(result["oracle_ok"]):
+            notes.append(f"{result['label']}: merged read DIFFERS from the producers' oracle")
+    return figures, notes
