@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     final = generate.final
     args.oracle.write_text(json.dumps({"events": args.events, "bad": 0, "visible_ms": int(time.time() * 1000),
                                        "final": {str(k): v for k, v in final.items()},
-                                       "touched": sorted(int(k) for k in touched)}))  # fmt: skip
+                                       "touched": sorted(int(k) for k in touched), "cpu_s": time.process_time()}))  # fmt: skip
     print(f"produced {args.events} messages to {args.topic} in {elapsed:.1f} s ({args.events / max(elapsed, 1e-9):,.0f}/s)")
     return 0
 

@@ -7,6 +7,7 @@ run can be summarized again. See that module for what is measured and the target
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -19,26 +20,31 @@ __all__ = ["FIGURES", "FLAT_TOLERANCE", "drain_seconds", "figures_and_notes", "l
 #: Our reading of "flat": wall-clock reads on a shared machine move by more than 10 %.
 FLAT_TOLERANCE = 1.25
 
-FIGURES = (  # summary key, figure name, unit
+FIGURES = (  # summary key, figure name, unit; the summaries in the detail hold more
     ("peak_live_files", "peak live files per table", "files"),
     ("mean_live_files_writing", "mean live files per table while writing", "files"),
-    ("end_live_files", "live files per table at the end", "files"),
     ("bound", "live-file bound per table", "files"),
-    ("within_bound_pct", "samples within the bound while writing", "%"),
+    ("change_files_per_s", "change files written per table per second", "files/s"),
+    ("plan_interval_s", "interval between two plans of a table, median", "s"),
+    ("plan_to_commit_s", "plan to optimizer commit, median", "s"),
     ("read_first_s", "merged read, first third of the writes", "s"),
     ("read_last_s", "merged read, last third of the writes", "s"),
-    ("read_growth", "merged read growth (last / first third)", "x"),
     ("read_end_s", "merged read at the end", "s"),
-    ("drain_s", "backlog drained after the writes stopped", "s"),
     ("backlog_peak", "backlog peak", "tasks"),
-    ("commits", "optimizer commits", "processes"),
-    ("change_commits", "ChangeStore commits", "commits"),
+    ("drain_s", "backlog drained after the writes stopped", "s"),
     ("ingest_lag_s", "writes stopped after the stream ended", "s"),
-    ("optimizer_cpu_s", "optimizer job CPU", "s"),
-    ("executor_busy_pct", "optimizer executors busy", "%"),
 )
 #: Figures that have no meaning for a table nobody optimizes: no baseline beside them.
-_NO_BASELINE = {"bound", "drain_s", "backlog_peak", "commits", "optimizer_cpu_s", "executor_busy_pct"}
+_NO_BASELINE = {
+    "bound",
+    "drain_s",
+    "backlog_peak",
+    "commits",
+    "optimizer_cpu_s",
+    "executor_busy_pct",
+    "plan_interval_s",
+    "plan_to_commit_s",
+}
 
 
 def live_file_bound(properties: Mapping[str, str], data_bytes: int) -> int:
@@ -85,6 +91,7 @@ def summarize(result: Mapping[str, Any]) -> dict[str, Any]:
         "read_growth": last / first if first else None,
         "read_end_s": reads[-1],
         "change_commits": result["change_commits"],
+        "change_files_per_s": result["change_files_written"] / result["tables"] / stop,
         "ingest_lag_s": stop - result["stream_end_s"],
         "optimizer_cpu_s": cpu["optimizer"],
         "ingest_cpu_s": cpu["ingest"],
@@ -96,6 +103,10 @@ def summarize(result: Mapping[str, Any]) -> dict[str, Any]:
         polls, processes = result["polls"], result["processes"]
         done = [p for p in processes if p["status"] == "SUCCESS"]
         latency = [p["finished_s"] - p["planned_s"] for p in done]
+        planned: dict[str, list[float]] = {}
+        for p in processes:
+            planned.setdefault(p["table"], []).append(p["planned_s"])
+        intervals = [b - a for times in map(sorted, planned.values()) for a, b in itertools.pairwise(times)]
         out.update(
             backlog_peak=max((b for _, b, _ in polls), default=0),
             backlog_at_stop=next((b for t, b, _ in polls if t >= stop), None),
@@ -103,6 +114,7 @@ def summarize(result: Mapping[str, Any]) -> dict[str, Any]:
             commits=len(done),
             failed=sum(p["status"] in ("FAILED", "CANCELED") for p in processes),
             plan_to_commit_s=statistics.median(latency) if latency else None,
+            plan_interval_s=statistics.median(intervals) if intervals else None,
             executor_busy_pct=100 * sum(p["task_ms"] for p in processes) / 1000 / (result["wall_s"] * result["parallelism"]),
         )
     return out
@@ -127,13 +139,17 @@ def figures_and_notes(
         flat = ours["read_growth"] is not None and ours["read_growth"] <= FLAT_TOLERANCE
         drained = ours["drain_s"] is not None and ours["drain_s"] <= target_drain
         drain = f"{ours['drain_s']:.1f} s" if ours["drain_s"] is not None else "not within the observation"
+        cadence = (ours["plan_interval_s"] or 0) * ours["change_files_per_s"]
         notes.append(
             f"{result['label']}: live files {'bounded' if bounded else 'NOT bounded'} (peak {ours['peak_live_files']} per "
-            f"table, bound {ours['bound']}, {ours['within_bound_pct']:.0f}% of samples within it); merged read "
-            f"{'flat' if flat else 'NOT flat'} ({ours['read_growth']:.2f}x over the writes, off "
+            f"table, bound {ours['bound']}, {ours['within_bound_pct']:.0f}% of samples within it; "
+            f"{ours['change_files_per_s']:.1f} change files/s per table x a plan every {ours['plan_interval_s'] or 0:.1f} s = "
+            f"{cadence:.0f} files between two minors); merged read {'flat' if flat else 'NOT flat'} "
+            f"({ours['read_first_s']:.3f} -> {ours['read_last_s']:.3f} s, {ours['read_growth']:.2f}x over the writes, off "
             f"{off.get('read_growth', float('nan')):.2f}x); backlog {'drained' if drained else 'NOT drained'} within two "
             f"refresh intervals ({drain}, target {target_drain:.0f} s); {ours['failed']} failed or canceled processes; "
-            f"jobs, broker and sampler used {ours['cores_used']:.2f} cores"
+            f"executors busy {ours['executor_busy_pct']:.0f}%, optimizer job {ours['optimizer_cpu_s']:.1f} CPU s; jobs, "
+            f"producers, broker and sampler used {ours['cores_used']:.2f} cores (off: {off.get('cores_used', float('nan')):.2f})"
         )
     for result in results:
         if not all(result["oracle_ok"]):

@@ -191,10 +191,16 @@ def status_line(t: float, tables: list[dict[str, Any]], backlog: tuple[int, int]
     return f"{t:6.1f} {change:>12.1f} {data:>10.1f} {deletes:>12.1f} {read:>9.3f} {queued}"
 
 
-def change_commits(table: Any, since: float = 0.0) -> list[int]:
-    """The ChangeStore's commit times (epoch ms) from ``since`` (epoch seconds) on."""
+def change_commits(table: Any, since: float = 0.0) -> list[tuple[int, int]]:
+    """The ChangeStore's commits from ``since`` (epoch seconds) on: (epoch ms, files it added)."""
     table.refresh()
-    return [s.timestamp_ms for s in table.change_store.snapshots() if s.timestamp_ms / 1000 >= since]
+    out = []
+    for snapshot in table.change_store.snapshots():
+        if snapshot.timestamp_ms / 1000 >= since:
+            summary = snapshot.summary
+            added = sum(int(summary.get(k) or 0) for k in ("added-data-files", "added-delete-files")) if summary else 0
+            out.append((snapshot.timestamp_ms, added))
+    return out
 
 
 class Rig:
@@ -379,7 +385,7 @@ class Rig:
                     # the last event was out once the producer's flush returned (its oracle's visible_ms)
                     stream_end = max(json.loads(o.read_text())["visible_ms"] for _, o in producers) / 1000
                 if stream_end is not None and t_stop is None and self._caught_up(streams):
-                    t_stop = max(max(change_commits(s.table), default=0) for s in streams) / 1000
+                    t_stop = max(max((ms for ms, _ in change_commits(s.table)), default=0) for s in streams) / 1000
                     progress(f"{setting.label}: writes stopped {t_stop - t0:.1f} s after the stream started")
                 if now >= next_sample:
                     tables = sample([s.table for s in streams])
@@ -397,8 +403,11 @@ class Rig:
                     raise RuntimeError(f"{setting.label}: the tables did not catch up within 240 s; see {self.home}")
                 time.sleep(0.25)
         spent = self._cpu(setting, broker)
+        spent["producers"] = sum(json.loads(oracle.read_text())["cpu_s"] for _, oracle in producers)
+        cpu0["producers"] = 0.0
         for s, (_, oracle) in zip(streams, producers, strict=True):
             s.apply(oracle)
+        commits = [c for s in streams for c in change_commits(s.table, t0)]
         result.update(
             t0=t0,
             wall_s=time.time() - t0,
@@ -408,7 +417,8 @@ class Rig:
             polls=[(t - t0, b, f) for t, b, f in poller.polls] if poller else [],
             cpu_s={k: spent[k] - cpu0[k] for k in spent},
             oracle_ok=[s.matches() for s in streams],
-            change_commits=sum(len(change_commits(s.table, t0)) for s in streams),
+            change_commits=len(commits),
+            change_files_written=sum(added for _, added in commits),
             properties=dict(streams[0].table.properties),
         )
         if setting.group is not None:
