@@ -23,8 +23,8 @@ in ``conf/optimizer.yaml``); the tables set ``self-optimizing.min-plan-interval`
 and ``self-optimizing.minor.trigger.interval`` 10000 ms (1 h), as the demo does; maintenance is
 off. Everything else is the tables' and groups' defaults.
 
-Every ``--every`` seconds each table of the phase is sampled: live files (the ChangeStore's
-unmerged files, the BaseStore's data and delete files, from
+About every ``--every`` seconds (jittered) each table of the phase is sampled: live files (the
+ChangeStore's unmerged files, the BaseStore's data and delete files, from
 ``mixed_iceberg.optimizing.collect.collect``) and the merged read (``table.scan().to_arrow()``,
 wall seconds); a thread polls the system database every 0.5 s for the group's backlog (tasks
 PLANNED, SCHEDULED or ACKED) and its processes in flight. The lines go to stderr as they are
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=1500.0, help="events/s of the whole stream, split between the tables")
     parser.add_argument("--keys", type=int, default=5000, help="primary keys per table")
     parser.add_argument("--warmup-seconds", type=float, default=None, help="warm-up stream into every table (30; 10)")
-    parser.add_argument("--every", type=float, default=2.0, help="seconds between two samples")
+    parser.add_argument("--every", type=float, default=2.0, help="mean seconds between two samples")
     parser.add_argument("--drain-timeout", type=float, default=None, help="seconds watched after the writes stop (60; 15)")
     parser.add_argument("--tables", type=int, action="append", help="table counts (default 1 and 4); repeat the flag")
     parser.add_argument("--parallelism", type=int, action="append", help="optimizer parallelisms (default 1 and 2); repeat")

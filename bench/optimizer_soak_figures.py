@@ -145,7 +145,7 @@ def figures_and_notes(
             f"table, bound {ours['bound']}, {ours['within_bound_pct']:.0f}% of samples within it; "
             f"{ours['change_files_per_s']:.1f} change files/s per table x a plan every {ours['plan_interval_s'] or 0:.1f} s = "
             f"{cadence:.0f} files between two minors); merged read {'flat' if flat else 'NOT flat'} "
-            f"({ours['read_first_s']:.3f} -> {ours['read_last_s']:.3f} s, {ours['read_growth']:.2f}x over the writes, off "
+            f"({ours['read_first_s']:.3f} -> {ours['read_last_s']:.3f} s, {ours['read_growth']:.3f}x over the writes, off "
             f"{off.get('read_growth', float('nan')):.2f}x); backlog {'drained' if drained else 'NOT drained'} within two "
             f"refresh intervals ({drain}, target {target_drain:.0f} s); {ours['failed']} failed or canceled processes; "
             f"executors busy {ours['executor_busy_pct']:.0f}%, optimizer job {ours['optimizer_cpu_s']:.1f} CPU s; jobs, "

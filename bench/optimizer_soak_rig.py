@@ -11,8 +11,8 @@ one system database), starts one ingest job per table (``jobs/ingest_cdc.py``, p
    the same layout (the live keys in the BaseStore, no change files), checked against the
    oracle; then the phase's tables are enabled in the phase's group (not for ``off``);
 2. the stream: one steady producer per table (``bench.cdc_stream``) at ``rate / tables``
-   events/s for ``seconds``, sampled every ``every`` s (live files and a timed merged read per
-   table), the group's backlog polled every 0.5 s, until the writes stopped and the backlog
+   events/s for ``seconds``, sampled every ``every`` s on average, jittered (live files and a
+   timed merged read per table), the group's backlog polled every 0.5 s, until the writes stopped and the backlog
    drained and the ChangeStore is merged, or ``drain_timeout`` after the writes stopped;
 3. the merged reads checked against the oracle: the state before the phase with every key the
    stream touched as the stream left it.
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 import threading
@@ -215,6 +216,7 @@ class Rig:
         self.streams = [self._create(i) for i in range(tables)]
         self.optimizers: dict[int, subprocess.Popen[bytes]] = {}
         self.phases = 0
+        self.jitter = random.Random(17)
 
     def _create(self, i: int) -> Stream:
         from mixed_iceberg.ingest.config import load_ingest_config, pin_catalog
@@ -391,7 +393,9 @@ class Rig:
                     tables = sample([s.table for s in streams])
                     samples.append({"t": now - t0, "tables": tables})
                     print(status_line(now - t0, tables, poller.last if poller else None), file=sys.stderr, flush=True)
-                    next_sample = now + self.args.every
+                    # jittered (0.5x to 1.5x): a fixed period near half the plan cycle (about 4 s) sampled
+                    # every table at the same point of its cycle, always just before or just after a minor
+                    next_sample = now + self.args.every * self.jitter.uniform(0.5, 1.5)
                     if t_stop is not None:
                         if poller is None:  # optimizing off: nothing drains
                             break
