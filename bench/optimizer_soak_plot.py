@@ -1,8 +1,8 @@
 """The optimizer soak's plot: ``python -m bench.optimizer_soak_plot RESULT.json OUT.png``.
 
-Live files per table, merged-read seconds per table and the optimizer backlog over time, one
-line per setting, one column per table count, from a stored ``bench.optimizer_soak`` run. Only
-the standard library and matplotlib: ``bench.optimizer_soak`` runs it with whichever interpreter
+Live files per table, merged-read seconds per table and the optimizer backlog (from the
+processes' and tasks' times) over time, one line per setting, one column per table count, from
+a stored ``bench.optimizer_soak`` run. Only the standard library, the harness and matplotlib: ``bench.optimizer_soak`` runs it with whichever interpreter
 has matplotlib (the project's ``.venv`` has none; ``bench/peers/.envs/orchestrator`` does).
 """
 
@@ -13,6 +13,8 @@ import statistics
 import sys
 from pathlib import Path
 from typing import Any
+
+from bench.optimizer_soak_figures import backlog_series
 
 STYLES = {0: ("tab:gray", "off (no optimizer job)"), 1: ("tab:blue", "parallelism 1"), 2: ("tab:orange", "parallelism 2")}
 
@@ -38,10 +40,9 @@ def draw(data: dict[str, Any], out: Path) -> None:
             reads = [statistics.mean(x["read_s"] for x in s["tables"]) for s in run["samples"]]
             axes[0][col].plot(t, files, color=color, label=label, marker=".")
             axes[1][col].plot(t, reads, color=color, label=label, marker=".")
-            if run["polls"]:
-                axes[2][col].step(
-                    [p[0] for p in run["polls"]], [p[1] for p in run["polls"]], where="post", color=color, label=label
-                )
+            if run.get("processes"):
+                backlog = [(0.0, 0), *backlog_series(run["processes"]), (run["wall_s"], 0)]
+                axes[2][col].step([b[0] for b in backlog], [b[1] for b in backlog], where="post", color=color, label=label)
             if run.get("writes_stopped_s") is not None:
                 for ax in axes[:, col]:
                     ax.axvline(run["writes_stopped_s"], color=color, linestyle=":", linewidth=1)
@@ -51,7 +52,7 @@ def draw(data: dict[str, Any], out: Path) -> None:
         title = "1 table" if count == 1 else f"{count} tables (ingest jobs)"
         axes[0][col].set_title(f"{title}: live files per table (mean over tables)")
         axes[1][col].set_title("merged read per table (s)")
-        axes[2][col].set_title("optimizer backlog (tasks planned, scheduled or acked)")
+        axes[2][col].set_title("optimizer backlog (tasks planned, not finished)")
         axes[2][col].set_xlabel("seconds since the stream started (dotted: writes stopped)")
         for ax in axes[:, col]:
             ax.grid(alpha=0.3)

@@ -36,7 +36,7 @@ from typing import IO, Any
 
 from bench.harness import ROOT
 from bench.ingest import broker_pid, process_cpu_seconds, tree_cpu_seconds
-from bench.optimizer_soak_figures import drain_seconds
+from bench.optimizer_soak_figures import quiet_since
 from bench.streaming_jobs import delete_topics, optimizer_config, start_job, stop_jobs, wait_for_optimizers
 
 __all__ = ["GROUP_PROPERTIES", "POLL_S", "QUIET_WINDOW_S", "REFRESH_S", "TABLE_PROPERTIES", "Rig", "Setting"]
@@ -400,7 +400,7 @@ class Rig:
                         if poller is None:  # optimizing off: nothing drains
                             break
                         merged = all(x["change_files"] == 0 for x in tables)
-                        drained = drain_seconds(poller.polls, t_stop, QUIET_WINDOW_S, POLL_S) is not None
+                        drained = quiet_since(poller.polls, t_stop, QUIET_WINDOW_S, POLL_S) is not None
                         if (merged and drained) or now - t_stop > self.args.drain_timeout:
                             break
                 if now - t0 > self.args.seconds + 240:
@@ -436,13 +436,16 @@ class Rig:
         db = SystemDatabase(self.db_url)
         try:
             task_ms: dict[int, int] = {}
+            task_ends: dict[int, list[float | None]] = {}
             for task in db.tasks(group=group):
                 task_ms[task.process_id] = task_ms.get(task.process_id, 0) + task.duration_ms
+                end = task.finished_ms / 1000 - t0 if task.finished_ms else None
+                task_ends.setdefault(task.process_id, []).append(end)
             return [
                 {"table": p.table_id, "type": p.type, "status": p.status, "planned_s": p.planned_ms / 1000 - t0,
                  "finished_s": p.finished_ms / 1000 - t0 if p.finished_ms else None, "tasks": p.task_count,
                  "rows_in": p.rows_in, "rows_out": p.rows_out, "bytes_in": p.bytes_in, "bytes_out": p.bytes_out,
-                 "task_ms": task_ms.get(p.process_id, 0)}
+                 "task_ms": task_ms.get(p.process_id, 0), "task_finished_s": task_ends.get(p.process_id, [])}
                 for p in db.processes(group=group)
                 if p.planned_ms / 1000 >= t0
             ]  # fmt: skip
