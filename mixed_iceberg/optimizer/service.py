@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from mixed_iceberg.catalog import MixedCatalog, load_catalog
 from mixed_iceberg.exceptions import CommitConflictError, MixedIcebergError, NoSuchTableError
+from mixed_iceberg.optimizer.codec import decode_result, decode_tasks
 from mixed_iceberg.optimizer.config import GroupConfig, OptimizerConfig
 from mixed_iceberg.optimizer.scheduling import TableLoad, pick_table, table_order
 from mixed_iceberg.optimizer.sysdb.database import ProcessRecord, SystemDatabase, TableRuntime, now_ms
@@ -322,12 +323,30 @@ class OptimizerService:
             log.warning("%s: commit of process %d failed: %s", runtime.table_id, process.process_id, exc)
             self._finish(process, "FAILED", error=f"commit failed: {type(exc).__name__}: {exc}")
             return "FAILED"
-        self._finish(process, "SUCCESS", snapshot_id=outcome.snapshot_id)
+        files_in = sum(len(o["removed_data"]) for t in succeeded for o in decode_result(t.output or "[]").outputs)
+        files_in += sum(len(r.change) for t in succeeded for r in decode_tasks(t.input))
+        files_out = sum(decode_result(t.output or "[]").files_out for t in succeeded)
+        self._finish(process, "SUCCESS", snapshot_id=outcome.snapshot_id, files_in=files_in, files_out=files_out)
         return "SUCCESS"
 
-    def _finish(self, process: ProcessRecord, status: str, *, error: str | None = None, snapshot_id: int | None = None) -> None:
+    def _finish(
+        self,
+        process: ProcessRecord,
+        status: str,
+        *,
+        error: str | None = None,
+        snapshot_id: int | None = None,
+        files_in: int = 0,
+        files_out: int = 0,
+    ) -> None:
         self.db.finish_process(
-            process, status, error=error, snapshot_id=snapshot_id, backoff_ms=self.group.properties.failure_backoff_ms
+            process,
+            status,
+            error=error,
+            snapshot_id=snapshot_id,
+            backoff_ms=self.group.properties.failure_backoff_ms,
+            files_in=files_in,
+            files_out=files_out,
         )
         self.db.release_table(process.table_id, self.optimizer_id)
 

@@ -616,6 +616,8 @@ class SystemDatabase:
         error: str | None = None,
         snapshot_id: int | None = None,
         backoff_ms: int = 0,
+        files_in: int = 0,
+        files_out: int = 0,
     ) -> None:
         """End a process (SUCCESS, FAILED, CANCELED) and set its table: IDLE after success (with its
         optimize time), FAILED with the error otherwise (planned again after ``backoff_ms``,
@@ -639,6 +641,8 @@ class SystemDatabase:
                     bytes_out=sum(t.bytes_out for t in tasks if t.status == "SUCCESS"),
                     rows_in=sum(t.rows_in for t in tasks if t.status == "SUCCESS"),
                     rows_out=sum(t.rows_out for t in tasks if t.status == "SUCCESS"),
+                    files_in=files_in,
+                    files_out=files_out,
                 )
             )
             table = c.execute(select(TABLES).where(TABLES.c.table_id == process.table_id)).first()

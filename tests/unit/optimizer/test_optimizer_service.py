@@ -104,6 +104,10 @@ def test_a_group_optimizes_its_tables_without_anyone_asking(
         assert sorted(rows_of(table.scan().to_arrow())) == before[table.name]
         assert table.optimizing.evaluate().type is None, "nothing is due after the service's run"
     assert {t.table_id for t in db.tables()} == {"local.db.a", "local.db.b"}
+    first = next(p for p in db.processes("local.db.a") if p.status == "SUCCESS")
+    assert first.files_in > 0  # the change files merged (and base files rewritten)
+    assert first.files_out > 0
+    assert first.rows_in > 0
     assert db.processes("local.db.other") == []
     assert db.processes("local.db.off") == []
     # Planned again each round (nothing is due, so it is found IDLE and its lease let go again).
