@@ -25,19 +25,15 @@ import os
 import signal
 import threading
 
-__all__ = ["CRASH_AT", "CRASH_POINTS", "crash_point"]
+__all__ = ["CRASH_AT", "CRASH_POINTS", "OPTIMIZER_CRASH_POINTS", "crash_point"]
 
 log = logging.getLogger(__name__)
 
 CRASH_AT = "MIXED_ICEBERG_TEST_CRASH_AT"
-CRASH_POINTS = (
-    "after-log-send",
-    "after-table-commit",
-    "after-offsets-sent",
-    "after-kafka-commit",
-    "optimizer-after-execute",
-    "optimizer-after-commit",
-)
+#: The ingest writer's points, in the order one batch passes them.
+CRASH_POINTS = ("after-log-send", "after-table-commit", "after-offsets-sent", "after-kafka-commit")
+#: The optimizer's points, in the order one process passes them.
+OPTIMIZER_CRASH_POINTS = ("optimizer-after-execute", "optimizer-after-commit")
 
 _reached: collections.Counter[str] = collections.Counter()
 _lock = threading.Lock()
@@ -49,8 +45,8 @@ def crash_point(point: str) -> None:
     if not wanted:
         return
     name, _, count = wanted.partition(":")
-    if name not in CRASH_POINTS:
-        raise ValueError(f"{CRASH_AT}={wanted!r}: expected <point>:<n> with a point of {CRASH_POINTS}")
+    if name not in CRASH_POINTS + OPTIMIZER_CRASH_POINTS:
+        raise ValueError(f"{CRASH_AT}={wanted!r}: expected <point>:<n> with a point of {CRASH_POINTS + OPTIMIZER_CRASH_POINTS}")
     if name != point:
         return
     with _lock:
