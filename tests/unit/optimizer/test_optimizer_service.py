@@ -19,6 +19,7 @@ from mixed_iceberg.optimizer.config import OptimizerConfig, parse_optimizer_conf
 from mixed_iceberg.optimizer.report import group_report, warnings
 from mixed_iceberg.optimizer.service import OptimizerService
 from mixed_iceberg.optimizer.sysdb.database import SystemDatabase
+from tests.support.optimizer import DUE, churn
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
 
 #: Short intervals, so that a test sees several rounds within seconds.
@@ -28,12 +29,6 @@ FAST = {
     "heartbeat-timeout": "3s",
     "maintenance-interval": "0",
     "failure-backoff": "1min",
-}
-#: Minor optimizing due as soon as change data arrives, however recently the table was optimized.
-DUE = {
-    "self-optimizing.minor.trigger.file-count": "3",
-    "self-optimizing.minor.trigger.interval": "0",
-    "self-optimizing.min-plan-interval": "0",
 }
 _ids = itertools.count()
 
@@ -57,13 +52,6 @@ def churned(catalog: MixedCatalog, name: str, commits: int = 4, **properties: st
     table.bulk_load(changes([("+I", k, "a", k, 1.0) for k in range(200)]).drop_columns(["_change_action"]))
     churn(table, commits)
     return table
-
-
-def churn(table: MixedTable, commits: int) -> None:
-    for _ in range(commits):
-        i = next(_ids) % 200
-        with table.new_transaction() as txn:
-            txn.write(changes([("-U", i, "a", i, 1.0), ("+U", i, "b", i + 1000, 2.0), ("+I", 10_000 + next(_ids), "c", 1, 1.0)]))
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 60.0, what: str = "") -> None:
