@@ -211,16 +211,27 @@ class OptimizerService:
     # -- coordinator ----------------------------------------------------------------------------------
 
     def _coordinator_loop(self) -> None:
-        props = self.group.properties
-        with ThreadPoolExecutor(max_workers=props.planning_parallelism, thread_name_prefix="optimizer-planner") as planners:
+        """Rounds on every refresh interval (discovering tables), when a task finishes, and when
+        a table's ``min-plan-interval`` runs out: a due table waits for no refresh round."""
+        refresh = self.group.properties.refresh_interval_ms / 1000
+        discovered = -refresh
+        with ThreadPoolExecutor(
+            max_workers=self.group.properties.planning_parallelism, thread_name_prefix="optimizer-planner"
+        ) as planners:
             while not self._stop.is_set():
-                started = time.monotonic()
-                self.coordinate(planners)
-                self._wake.wait(max(0.0, props.refresh_interval_ms / 1000 - (time.monotonic() - started)))
+                discover = time.monotonic() - discovered >= refresh
+                if discover:
+                    discovered = time.monotonic()
+                next_due_ms = self.coordinate(planners, discover=discover)
+                until_refresh = discovered + refresh - time.monotonic()
+                until_due = (next_due_ms - now_ms()) / 1000 if next_due_ms is not None else until_refresh
+                self._wake.wait(max(0.0, min(until_refresh, until_due)))
                 self._wake.clear()
 
-    def coordinate(self, planners: ThreadPoolExecutor | None = None) -> None:
-        """One coordinator round (see the module docstring)."""
+    def coordinate(self, planners: ThreadPoolExecutor | None = None, *, discover: bool = True) -> int | None:
+        """One coordinator round (see the module docstring); when the next table falls due
+        (epoch ms; None: none waits for a time). ``discover``: look for the group's tables first
+        (without, the tables recorded in the system database are served)."""
         props = self.group.properties
         self.db.reset_expired(
             self.group.name,
@@ -228,8 +239,9 @@ class OptimizerService:
             ack_timeout_ms=props.task_ack_timeout_ms,
             max_retries=OPT_RETRIES.default,  # per-table counts apply to failed runs; a lease that ran out counts against the default
         )
-        served = self.discover()
-        self.db.sync_tables(self.group.name, [(s.table_id, s.catalog, s.name, s.quota) for s in served])
+        if discover:
+            served = self.discover()
+            self.db.sync_tables(self.group.name, [(s.table_id, s.catalog, s.name, s.quota) for s in served])
         runtimes = {t.table_id: t for t in self.db.tables(self.group.name)}
         threads = self.db.group_threads(self.group.name, props.heartbeat_timeout_ms)
         loads = [TableLoad(t.table_id, t.quota, 0, 0, t.last_optimized_ms, True) for t in runtimes.values()]
@@ -260,24 +272,29 @@ class OptimizerService:
         for job in jobs:
             planned_bytes += job.result()
         self._maintain()
+        waiting = [t.next_plan_ms for t in self.db.tables(self.group.name) if t.process_id is None and t.next_plan_ms > now_ms()]
+        return min(waiting, default=None)
 
     def _plan(self, runtime: TableRuntime) -> int:
         """Plan one claimed table; the input bytes planned (0: nothing due, or an error recorded)."""
         try:
             table = self.table(runtime.catalog, runtime.table_name)
             self.db.set_table(runtime.table_id, status="PLANNING")
-            process_id = plan_process(
+            planned = plan_process(
                 table, self.db, table_id=runtime.table_id, group=self.group.name, optimizer_id=self.optimizer_id
             )
         except Exception as exc:
             log.warning("%s: planning failed: %s", runtime.table_id, exc)
             self._fail_table(runtime, f"planning failed: {type(exc).__name__}: {exc}")
             return 0
-        if process_id is None:
-            self.db.set_table(runtime.table_id, status="IDLE", pending_type=None)
+        if not isinstance(planned, int):
+            # Held back by min-plan-interval: planned the moment it runs out. Nothing due:
+            # evaluated again on the next refresh, not on every round other tables cause.
+            due = planned.due_ms if planned is not None else now_ms() + self.group.properties.refresh_interval_ms
+            self.db.set_table(runtime.table_id, status="IDLE", pending_type=None, next_plan_ms=due)
             self.db.release_table(runtime.table_id, self.optimizer_id)
             return 0
-        process = self.db.process(process_id)
+        process = self.db.process(planned)
         self._wake_executors()
         return process.bytes_in if process is not None else 0
 

@@ -28,7 +28,7 @@ from mixed_iceberg.optimizer.codec import decode_data_file, decode_result, decod
 from mixed_iceberg.optimizer.sysdb.database import ProcessRecord, SystemDatabase, TaskRecord
 from mixed_iceberg.optimizing.collect import CollectedTable, collect
 from mixed_iceberg.optimizing.commit import commit_outputs
-from mixed_iceberg.optimizing.engine import PlannedRun, TableOptimizing, execute_run, partition_filter
+from mixed_iceberg.optimizing.engine import Deferred, PlannedRun, TableOptimizing, execute_run, partition_filter
 from mixed_iceberg.optimizing.execute import TaskOutput
 from mixed_iceberg.optimizing.model import OptimizingType, RewriteTask
 from mixed_iceberg.store.commit import CommitOutcome, last_committed_sequence
@@ -50,11 +50,12 @@ def _split(planned: PlannedRun) -> list[list[RewriteTask]]:
     return [[task] for task in planned.tasks]
 
 
-def plan_process(table: MixedTable, db: SystemDatabase, *, table_id: str, group: str, optimizer_id: str) -> int | None:
-    """Plan ``table`` now and record the process; its id, or None when nothing is due."""
-    planned = TableOptimizing(table.refreshed).plan_run()
-    if planned is None:
-        return None
+def plan_process(table: MixedTable, db: SystemDatabase, *, table_id: str, group: str, optimizer_id: str) -> int | Deferred | None:
+    """Plan ``table`` now and record the process; its id, :class:`Deferred` while
+    ``self-optimizing.min-plan-interval`` holds the table back, or None when nothing is due."""
+    planned = TableOptimizing(table.refreshed).plan_or_defer()
+    if not isinstance(planned, PlannedRun):
+        return planned
     handle = planned.table
     tasks = _split(planned)
     process_id = db.create_process(

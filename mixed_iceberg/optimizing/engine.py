@@ -37,7 +37,7 @@ from mixed_iceberg.typedef import Clock
 if TYPE_CHECKING:
     from mixed_iceberg.handle import Refresh, TableHandle
 
-__all__ = ["PlannedRun", "TableOptimizing", "competitors", "crosses_partitions", "execute_run", "partition_filter"]
+__all__ = ["Deferred", "PlannedRun", "TableOptimizing", "competitors", "crosses_partitions", "execute_run", "partition_filter"]
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,14 @@ def _plan(
         requested=requested,
         cross_partition=crosses_partitions(table),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """Nothing planned: the table was optimized within ``self-optimizing.min-plan-interval``;
+    it may be planned from ``due_ms`` (epoch milliseconds) on."""
+
+    due_ms: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,12 +190,20 @@ class TableOptimizing:
     def plan_run(self, type: OptimizingType | str | None = None, *, first_attempt: bool = True) -> PlannedRun | None:
         """Refresh, evaluate and plan; None when nothing is due (or, on a first attempt without a
         requested type, the table was optimized within ``self-optimizing.min-plan-interval``)."""
+        planned = self.plan_or_defer(type, first_attempt=first_attempt)
+        return planned if isinstance(planned, PlannedRun) else None
+
+    def plan_or_defer(
+        self, type: OptimizingType | str | None = None, *, first_attempt: bool = True
+    ) -> PlannedRun | Deferred | None:
+        """:meth:`plan_run`, telling a table with nothing due (None) from one that
+        ``min-plan-interval`` holds back: that one is :class:`Deferred` to when it may be planned."""
         requested = _as_type(type)
         collected, evaluation = self._state()
         since = self._now_ms() - collected.last_optimized_ms
         if requested is None and first_attempt and since < self.config.min_plan_interval_ms:
             log.debug("%s: last optimized %d ms ago (< self-optimizing.min-plan-interval)", self.table.name, since)
-            return None
+            return Deferred(collected.last_optimized_ms + self.config.min_plan_interval_ms)
         tasks = _plan(self.table, collected, evaluation, requested)
         if not tasks:
             return None

@@ -110,6 +110,36 @@ def test_a_group_optimizes_its_tables_without_anyone_asking(
     assert warnings(group_report(db, service.config)) == []
 
 
+def test_a_table_is_planned_when_its_min_plan_interval_runs_out_not_at_the_next_refresh(
+    tmp_path: Path, catalog: MixedCatalog, services: list[OptimizerService]
+) -> None:
+    # Refresh rounds 30 s apart: a plan that waited for one would come far too late.
+    table = churned(catalog, "steady", **{"self-optimizing.min-plan-interval": "1500"})
+    service = OptimizerService(config(tmp_path, default={"refresh-interval": "30s"}), "default", catalogs={"local": catalog})
+    done = threading.Event()
+
+    def keep_writing() -> None:  # change keeps arriving, so the table is due whenever it may be planned
+        while not done.wait(0.2):
+            churn(table, 1)
+
+    writer = threading.Thread(target=keep_writing, daemon=True)
+    writer.start()
+    try:
+        services.append(service.start())
+        wait_for(lambda: len([p for p in service.db.processes("local.db.steady") if p.status == "SUCCESS"]) >= 3,
+                 timeout=20, what="three processes, one per min-plan-interval")  # fmt: skip
+    finally:
+        done.set()
+        writer.join()
+    processes = sorted((p for p in service.db.processes("local.db.steady") if p.status == "SUCCESS"), key=lambda p: p.process_id)
+    for previous, following in itertools.pairwise(processes[:3]):
+        assert previous.finished_ms is not None
+        # Not before the interval (counted from the commit, which precedes finished_ms), and
+        # promptly after it: well within a second, against a 30 s refresh.
+        wait = following.planned_ms - previous.finished_ms
+        assert 1000 <= wait <= 1500 + 1000, (previous, following)
+
+
 def test_a_poisoned_table_fails_with_its_error_and_its_siblings_are_served(
     tmp_path: Path, catalog: MixedCatalog, services: list[OptimizerService]
 ) -> None:
