@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole check, as CI runs it: ruff lint, ruff format, mypy --strict, the unit tests in a venv
-# without the flink and kafka extras, then every test.
+# without the flink and kafka extras, then every other test (each test runs once).
 #
 #   bash scripts/test.sh [extra pytest arguments]    # (they go to the last step only)
 #
@@ -74,11 +74,18 @@ if present:
     sys.exit(f"test.sh: {', '.join(present)} installed in the core venv: an extra or the dev extra pulls it in")
 import mixed_iceberg
 PY
-    "$CORE_PY" -m pytest -q -p no:cacheprovider -m "not integration" tests/unit
+    "$CORE_PY" -m pytest -q -p no:cacheprovider -m "not integration" --record-passed "$PASSED_IN_CORE" tests/unit
 }
 
+# Each test runs once: what passed in the core venv is deselected in the full run below
+# (tests/support/run_once.py); what it skipped (an extra missing) or failed runs there again.
+# If the core step failed, the full run takes everything.
+PASSED_IN_CORE="$(mktemp -t mixed-iceberg-core-passed.XXXXXX)"
+trap 'rm -f "$PASSED_IN_CORE"; "$PY" -m tests.support.services reap || true' EXIT
 step "core without extras" core_without_extras
-step "pytest" "$PY" -m pytest -q -p no:cacheprovider --durations=15 "$@"
+once=(--skip-passed "$PASSED_IN_CORE")
+[[ " ${failed[*]} " == *" core without extras "* ]] && once=()
+step "pytest" "$PY" -m pytest -q -p no:cacheprovider --durations=25 "${once[@]}" "$@"
 
 if ((${#failed[@]})); then
     echo "test.sh: FAILED: ${failed[*]}" >&2

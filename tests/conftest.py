@@ -16,6 +16,9 @@ import pytest
 
 from tests.support.services import KAFKA, POSTGRES, SEAWEEDFS, S3Endpoint, exported, s3_endpoint_from
 
+#: Each test once across scripts/test.sh's two venvs (--record-passed, --skip-passed).
+pytest_plugins = ["tests.support.run_once"]
+
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
