@@ -409,6 +409,16 @@ OPT_MIN_PLAN_INTERVAL = _declare(
     )
 )
 OPT_FILTER = _declare(Option("self-optimizing.filter", _str, "", "SQL-like predicate limiting optimizing to some partitions."))
+OPT_KEY_INDEX = _declare(
+    Option(
+        "self-optimizing.key-index.enabled",
+        _bool,
+        True,
+        "Find the segment rows a change retires through per-file key indexes (key-index/ beside the BaseStore's "
+        "data, cached by the optimizer), not by reading every segment's keys: work follows the change, not the table. "
+        "mixed-iceberg's own; an index is a cache, never a source of truth.",
+    )
+)
 # -- merge engines (Paimon's names; checked against the schema by reader/engines.py) -----------------
 MERGE_ENGINE = _declare(
     Option(

@@ -30,6 +30,8 @@ from pyiceberg.typedef import Record
 from mixed_iceberg.exceptions import CorruptTableError
 from mixed_iceberg.format import WriterIdentity, parse_change
 from mixed_iceberg.optimizing.collect import CollectedTable
+from mixed_iceberg.optimizing.key_index import IndexedFile, probe_hashes
+from mixed_iceberg.optimizing.key_index_store import segment_index
 from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, OptimizingType, RewriteTask
 from mixed_iceberg.reader.engines import merge_by_engine
 from mixed_iceberg.reader.file_reads import deleted_positions
@@ -130,6 +132,32 @@ def _alive_rows(
     return found.take(pa.array(alive)).append_column(LSN, pa.array(lsn)), alive, counts
 
 
+def _indexed_rows(
+    base: Table,
+    segments: Sequence[BaseFile],
+    keys: list[str],
+    deleted: Mapping[str, npt.NDArray[np.int64]],
+    tail: Sequence[KeyedRows],
+) -> tuple[pa.Table, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """:func:`_alive_rows` of ``keys``, narrowed to the rows whose key hash the ``tail`` holds,
+    found through each segment's key index: the work follows the tail, not the segments. The
+    rows left out hold no tail key, so the merge would keep them anyway."""
+    probe = np.unique(np.concatenate([probe_hashes(t.keys) for t in tail if len(t)] or [np.empty(0, np.int32)]))
+    counts = np.fromiter((s.records for s in segments), dtype=np.int64, count=len(segments))
+    found, positions = [], []
+    for segment, start in zip(segments, np.cumsum(counts) - counts, strict=True):
+        index = segment_index(base, IndexedFile(segment.path, segment.size, segment.records), keys)
+        at, rows = index.find(probe)
+        dead = deleted.get(segment.path)
+        if dead is not None and len(dead) and len(at):
+            living = ~np.isin(at, dead)
+            at, rows = at[living], rows.filter(pa.array(living))
+        lsn = np.full(len(at), base_lsn([segment.transaction_id])[0], dtype=np.int64)
+        found.append(rows.append_column(LSN, pa.array(lsn)))
+        positions.append(at + start)
+    return pa.concat_tables(found), np.concatenate(positions), counts
+
+
 def _merge_by_engine(
     table: TableHandle,
     config: MergeConfig,
@@ -224,20 +252,21 @@ def execute_task(
         elif inserts is not None and deletes is not None:
             output.rows_in = data.num_rows + inserts.num_rows + deletes.num_rows
             settled = [KeyedRows.of([data.column(k) for k in keys], data.column(LSN).to_numpy(), True)]
+            tail = [
+                KeyedRows.of([inserts.column(k) for k in keys], inserts.column(LSN).to_numpy(), True),
+                KeyedRows.of([deletes.column(k) for k in keys], deletes.column(LSN).to_numpy(), False),
+                *_markers(io, schema, _change_refs(competitors), keys),
+            ]
             alive = np.empty(0, np.int64)
             counts = np.zeros(0, np.int64)
             if segments:
                 # Segment rows of the tail's keys compete too: a newer change row retires them.
-                found, alive, counts = _alive_rows(base, segments, keys, earlier_by_path)
+                if table.config.optimizing.key_index:
+                    found, alive, counts = _indexed_rows(base, segments, keys, earlier_by_path, tail)
+                else:
+                    found, alive, counts = _alive_rows(base, segments, keys, earlier_by_path)
                 settled.append(KeyedRows.of([found.column(k) for k in keys], found.column(LSN).to_numpy(), True))
-            (data_keep, *segment_keep), (insert_keep, _, *_) = latest_by_key(
-                settled,
-                [
-                    KeyedRows.of([inserts.column(k) for k in keys], inserts.column(LSN).to_numpy(), True),
-                    KeyedRows.of([deletes.column(k) for k in keys], deletes.column(LSN).to_numpy(), False),
-                    *_markers(io, schema, _change_refs(competitors), keys),
-                ],
-            )
+            (data_keep, *segment_keep), (insert_keep, _, *_) = latest_by_key(settled, tail)
             if segments:
                 kills = _per_segment(alive[~segment_keep[0]], counts)
             survivors = pa.concat_tables(

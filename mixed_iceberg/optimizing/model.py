@@ -71,6 +71,7 @@ class OptimizingConfig:
     filter: str
     base_refresh_interval_ms: int
     layout: opt.LayoutConfig
+    key_index: bool
 
     @property
     def fragment_size(self) -> int:
@@ -114,6 +115,7 @@ class OptimizingConfig:
             filter=opt.OPT_FILTER.read(properties, table),
             base_refresh_interval_ms=opt.BASE_REFRESH_INTERVAL.read(properties, table),
             layout=layout if layout is not None else opt.LayoutConfig.from_properties(properties, table),
+            key_index=opt.OPT_KEY_INDEX.read(properties, table),
         )
 
 

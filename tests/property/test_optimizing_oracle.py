@@ -16,6 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyiceberg.manifest import DataFileContent
 
+from mixed_iceberg import MixedTable
+from mixed_iceberg.optimizing.key_index_store import CACHE, INDEX_FOLDER
 from mixed_iceberg.optimizing.maintenance.facade import TableMaintenance
 from mixed_iceberg.store.manifests.live_files import live_files
 from tests.property.test_merge_oracle import Row, cdc_histories, replay, upsert_histories
@@ -74,6 +76,44 @@ def test_upsert_streams_stay_latest_by_key_across_optimizing(
     _check_across_optimizing(tmp_path, partition_by, target_size, history, runs, base_unique=True, max_task=max_task)
 
 
+@pytest.mark.parametrize("index", ["present", "absent", "stale", "corrupted", "off"])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(
+    history=upsert_histories(),
+    runs=st.lists(st.sampled_from([None, "minor", "major", "minor", "maintenance"]), min_size=1, max_size=6),
+)
+def test_the_merged_read_is_the_same_whatever_state_the_key_indexes_are_in(
+    tmp_path: Path, index: str, history: tuple[list[Row], list[list[Row]]], runs: list[str | None]
+) -> None:
+    """Segment key indexes are a cache: before every optimizing the indexes are left alone
+    (present), deleted (absent), swapped between files (stale), damaged (corrupted), or the
+    table does not use them (off); the merged read equals the replay in every case."""
+    _check_across_optimizing(tmp_path, None, "1024", history, runs, base_unique=True, index=index)
+    _check_across_optimizing(tmp_path, ["cat"], "1024", history, runs, base_unique=True, index=index)
+
+
+def _tamper_with_key_indexes(table: MixedTable, how: str) -> None:
+    """Put the table's key indexes in state ``how`` (see the test above); the process cache is emptied."""
+    CACHE.clear()
+    folder = Path(table.base_store.metadata.location.removeprefix("file://")) / INDEX_FOLDER
+    files = sorted(folder.rglob("*.keys")) if folder.exists() else []
+    if how == "absent":
+        for file in files:
+            file.unlink()
+    elif how == "stale":  # each file holds another file's index
+        contents = [f.read_bytes() for f in files]
+        for file, data in zip(files, contents[1:] + contents[:1], strict=True):
+            file.write_bytes(data)
+    elif how == "corrupted":  # a byte flipped in the body, or the file cut short
+        for number, file in enumerate(files):
+            data = bytearray(file.read_bytes())
+            if number % 2:
+                data[len(data) // 2 + 1] ^= 0xFF
+            else:
+                del data[len(data) // 3 :]
+            file.write_bytes(bytes(data))
+
+
 def _check_across_optimizing(
     tmp_path: Path,
     partition_by: list[str] | None,
@@ -83,9 +123,12 @@ def _check_across_optimizing(
     *,
     base_unique: bool = False,
     max_task: str | None = None,
+    index: str = "present",
 ) -> None:
     initial, txns = history
     properties = {"self-optimizing.target-size": target_size} if target_size else {}
+    if index == "off":
+        properties["self-optimizing.key-index.enabled"] = "false"
     if max_task:  # every task split as far as its files' tree nodes allow
         properties["self-optimizing.max-task-size-bytes"] = max_task
     table = local_catalog(tmp_path / "c").create_table(
@@ -108,6 +151,8 @@ def _check_across_optimizing(
             maintenance.rewrite_manifests()
             maintenance.clean_orphan_files(older_than=timedelta(0))
         else:
+            if index != "present":
+                _tamper_with_key_indexes(table, index)
             table.optimizing.run(kind or "minor")
         expected = replay(initial, done)
         assert rows_of(table.scan().to_arrow()) == expected, f"after {kind} optimizing at step {step}"

@@ -1,4 +1,4 @@
-"""Orphan-file cleaning over the ``data`` and ``metadata`` folders of every store of a table.
+"""Orphan-file cleaning over the ``data``, ``metadata`` and ``key-index`` folders of every store of a table.
 
 A listed file is deleted only when (DESIGN.md invariant 6):
 
@@ -6,6 +6,9 @@ A listed file is deleted only when (DESIGN.md invariant 6):
   sit under one store's folder and belong to the other, Amoro #1105);
 - it is older than the safety window, so files of commits still in flight survive;
 - its age is known at all (a listing without modification times deletes nothing).
+
+A key-index file (:mod:`mixed_iceberg.optimizing.key_index_store`) counts as referenced while
+its data file is.
 
 The folders are listed *before* the references are collected: a commit that lands in
 between is then seen by the reference scan, and one that lands after it only references
@@ -19,8 +22,9 @@ from dataclasses import dataclass
 
 from pyiceberg.table import Table
 
+from mixed_iceberg.optimizing.key_index_store import INDEX_FOLDER, index_location
 from mixed_iceberg.optimizing.maintenance.reachability import Referenced, References
-from mixed_iceberg.optimizing.maintenance.storage import ListedFile, Storage
+from mixed_iceberg.optimizing.maintenance.storage import ListedFile, Storage, file_key
 
 __all__ = ["OrphanOutcome", "clean_orphans", "find_orphans"]
 
@@ -56,7 +60,17 @@ def find_orphans(
 
 def _folders(store: Table) -> list[str]:
     location = store.metadata.location.rstrip("/")
-    return [f"{location}/{folder}" for folder in FOLDERS]
+    return [f"{location}/{folder}" for folder in (*FOLDERS, INDEX_FOLDER)]
+
+
+def _indexes_of(stores: Sequence[Table], referenced: Referenced) -> Referenced:
+    """The key-index files of the referenced files: an index lives as long as its data file."""
+    found: Referenced = {}
+    for store in stores:
+        for location, _ in referenced.values():
+            index = index_location(store, location)
+            found[file_key(index)] = (index, None)
+    return found
 
 
 def clean_orphans(stores: Sequence[Table], *, delete_before_ms: int, dry_run: bool = False) -> OrphanOutcome:
@@ -81,7 +95,8 @@ def clean_orphans(stores: Sequence[Table], *, delete_before_ms: int, dry_run: bo
     for store in stores:
         store.refresh()
         referenced.update(references.store(store))
-    old, young = find_orphans(list(listed.values()), referenced, delete_before_ms=delete_before_ms)
+    kept = {**referenced, **_indexes_of(stores, referenced)}
+    old, young = find_orphans(list(listed.values()), kept, delete_before_ms=delete_before_ms)
     deleted = size = 0
     if old and not dry_run:
         deleted, size = Storage(stores[0].io).delete({item.location: item.size for item in old})

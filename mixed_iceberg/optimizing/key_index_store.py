@@ -1,0 +1,141 @@
+"""Where segment key indexes live: a process-wide cache, then a file beside the table, then the data file.
+
+:func:`segment_index` answers from the first of these that has an intact index of the file:
+
+1. **The cache** (:data:`CACHE`): indexes used recently by this process, up to a byte budget. An
+   optimizer is a long-running process, so after a table's first minor every later one finds
+   its big segments here and pays only for the change.
+2. **The index file** ``<BaseStore location>/key-index/<data file's path below the location>.keys``
+   (a data file elsewhere: ``key-index/external/<sha1 of its path>.keys``), written when an index
+   is built, so a restarted optimizer does not rebuild it. One whose identity or checksum does
+   not match is ignored and overwritten.
+3. **The data file**: its key columns are read and the index is built, cached and written.
+
+Index files are a cache, never a source of truth: losing one costs a rebuild. Orphan cleaning
+removes those whose data file is no longer live (:func:`index_location` names them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import pyarrow.parquet as pq
+from pyiceberg.table import Table
+
+from mixed_iceberg.exceptions import CorruptTableError
+from mixed_iceberg.optimizing.key_index import IndexedFile, SegmentIndex
+from mixed_iceberg.reader.read import filesystem_for
+
+__all__ = ["CACHE", "INDEX_FOLDER", "IndexCache", "index_location", "segment_index"]
+
+log = logging.getLogger(__name__)
+
+INDEX_FOLDER = "key-index"
+
+
+class IndexCache:
+    """A thread-safe LRU of segment indexes, bounded by their bytes (``budget_bytes``)."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget_bytes = budget_bytes
+        self._entries: OrderedDict[IndexedFile, SegmentIndex] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, file: IndexedFile) -> SegmentIndex | None:
+        with self._lock:
+            found = self._entries.get(file)
+            if found is not None:
+                self._entries.move_to_end(file)
+            return found
+
+    def put(self, index: SegmentIndex) -> None:
+        size = index.nbytes
+        if size > self.budget_bytes:
+            return
+        with self._lock:
+            previous = self._entries.pop(index.file, None)
+            if previous is not None:
+                self._bytes -= previous.nbytes
+            self._entries[index.file] = index
+            self._bytes += size
+            while self._bytes > self.budget_bytes:
+                _, evicted = self._entries.popitem(last=False)
+                self._bytes -= evicted.nbytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+
+#: The process's indexes: 1 GiB holds the keys of about 50M rows of a single long key.
+CACHE = IndexCache(1 << 30)
+
+
+def index_location(store: Table, data_path: str) -> str:
+    """Where the index file of ``data_path`` (a data file of ``store``) lives."""
+    location = store.metadata.location.rstrip("/")
+    if data_path.startswith(location + "/"):
+        return f"{location}/{INDEX_FOLDER}/{data_path[len(location) + 1 :]}.keys"
+    return f"{location}/{INDEX_FOLDER}/external/{hashlib.sha1(data_path.encode()).hexdigest()}.keys"
+
+
+def _read_index_file(store: Table, file: IndexedFile, keys: Sequence[str]) -> SegmentIndex | None:
+    location = index_location(store, file.path)
+    try:
+        stream = store.io.new_input(location)
+        if not stream.exists():
+            return None
+        with stream.open() as handle:
+            data = handle.read()
+    except OSError as exc:
+        log.debug("%s: key index not read: %s", location, exc)
+        return None
+    index = SegmentIndex.parse(data, file, keys)
+    if index is None:
+        log.warning("%s: key index refused (another file's, or damaged); rebuilding it", location)
+    return index
+
+
+def _write_index_file(store: Table, index: SegmentIndex) -> None:
+    location = index_location(store, index.file.path)
+    try:
+        with store.io.new_output(location).create(overwrite=True) as out:
+            out.write(index.serialize())
+    except OSError as exc:  # a cache: the next use rebuilds it
+        log.warning("%s: key index not written: %s", location, exc)
+
+
+def _build(store: Table, file: IndexedFile, keys: Sequence[str]) -> SegmentIndex:
+    filesystem, local = filesystem_for(store.io, file.path)
+    with filesystem.open_input_file(local) as stream:
+        rows = pq.ParquetFile(stream).read(columns=list(keys))
+    if rows.num_rows != file.records:
+        raise CorruptTableError(f"{file.path} holds {rows.num_rows} rows; its manifest says {file.records}")
+    return SegmentIndex.build(file, rows)
+
+
+def segment_index(store: Table, file: IndexedFile, keys: Sequence[str], *, cache: IndexCache = CACHE) -> SegmentIndex:
+    """The key index of ``file``, a data file of ``store`` (see the module docstring).
+
+    Raises:
+        CorruptTableError: the data file holds another number of rows than its manifest says.
+    """
+    found = cache.get(file)
+    if found is not None and found.keys.column_names == list(keys):
+        return found
+    index = _read_index_file(store, file, keys)
+    if index is None:
+        index = _build(store, file, keys)
+        _write_index_file(store, index)
+    cache.put(index)
+    return index
