@@ -5,7 +5,9 @@ Issue 18 asks whether the optimizer's cost follows the change or the table. For 
 BaseStore holds few large segments), then streams ``--commits`` ChangeStore commits of
 ``--upserts`` upserts each (keys drawn uniformly from the table, a ``-U``/``+U`` pair per key,
 as Debezium sends an update) and runs a minor optimizing after every commit, the way a
-continuously running optimizer with a short ``min-plan-interval`` would. Per change row it
+continuously running optimizer with a short ``min-plan-interval`` would, or after every
+``--every`` commits (what ``minor.trigger.file-count`` and ``min-plan-interval`` make of a
+faster stream: a minor's fixed costs are shared by more rows). Per change row it
 reports the CPU of
 
 * the write (``table.new_transaction().write``: the ingest job's commit path), the baseline;
@@ -77,7 +79,7 @@ def _pyarrow_round_trip(batch: pa.Table, folder: Path) -> float:
 
 
 def measure(
-    size: int, commits: int, upserts: int, profile_last: int, work: Path, seed: int, *, key_index: bool
+    size: int, commits: int, upserts: int, profile_last: int, work: Path, seed: int, *, key_index: bool, every: int = 1
 ) -> dict[str, Any]:
     folder = work / f"rows-{size}-{'index' if key_index else 'scan'}"
     folder.mkdir()
@@ -114,7 +116,9 @@ def measure(
             txn.write(batch)
         write_cpu += clock.elapsed().cpu_s
         reference_cpu += _pyarrow_round_trip(batch, folder)
-        profiled = commit > commits - profile_last
+        if commit % every:
+            continue
+        profiled = commit > commits - profile_last * every
         if profiled:
             profiler.enable()
         clock = Clock.start()
@@ -139,7 +143,8 @@ def measure(
         "key_index": key_index,
         "minor_cpu_us_per_row": sum(minor_cpus) / change_rows * 1e6,
         # the first minor builds the indexes of the bulk-loaded segments: the steady state is after it
-        "minor_cpu_us_per_row_steady": float(np.median(minor_cpus[1:] or minor_cpus)) / (change_rows / commits) * 1e6,
+        "minor_cpu_us_per_row_steady": float(np.median(minor_cpus[1:] or minor_cpus)) / (change_rows / len(minor_cpus)) * 1e6,
+        "commits_per_minor": every,
         "minor_cpu_s": minor_cpus,
         "minor_wall_s_per_commit": minor_wall / commits,
         "pyarrow_cpu_us_per_row": reference_cpu / change_rows * 1e6,
@@ -152,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, action="append", help="table sizes (default 1M and 10M); repeat the flag")
     parser.add_argument("--commits", type=int, default=20)
     parser.add_argument("--upserts", type=int, default=5000, help="keys upserted per commit (two change rows each)")
-    parser.add_argument("--profile", type=int, default=5, help="profile the minors of the last N commits")
+    parser.add_argument("--profile", type=int, default=5, help="profile the last N minors")
+    parser.add_argument("--every", type=int, default=1, help="a minor after every N commits (1: after each)")
     parser.add_argument("--seed", type=int, default=18)
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
@@ -165,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         for size in sizes:
             for key_index in (False, True):
                 r = results[size, key_index] = measure(
-                    size, args.commits, args.upserts, args.profile, work, args.seed, key_index=key_index
+                    size, args.commits, args.upserts, args.profile, work, args.seed, key_index=key_index, every=args.every
                 )
                 shutil.rmtree(work / f"rows-{size}-{'index' if key_index else 'scan'}", ignore_errors=True)
                 print(

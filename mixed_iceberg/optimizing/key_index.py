@@ -82,16 +82,19 @@ class SegmentIndex:
 
     def find(self, probe: npt.NDArray[np.int32]) -> tuple[npt.NDArray[np.int64], pa.Table]:
         """Rows whose key hash is in ``probe`` (from :func:`probe_hashes`): their positions, ascending,
-        and their key columns in that order."""
-        low = np.searchsorted(self.hashes, probe, side="left")
-        high = np.searchsorted(self.hashes, probe, side="right")
-        counts = high - low
-        hit = counts > 0
-        low, counts = low[hit], counts[hit]
-        total = int(counts.sum())
-        # Every index in [low, low + count) of every hit: the range starts repeated, plus offsets.
-        starts = np.repeat(low - np.cumsum(counts) + counts, counts)
-        entries = starts + np.arange(total, dtype=np.int64)
+        and their key columns in that order. Costs the smaller side times the log of the larger."""
+        if len(self.hashes) <= len(probe):  # a small segment: look its hashes up in the probe
+            at = np.minimum(np.searchsorted(probe, self.hashes), max(len(probe) - 1, 0))
+            entries = np.flatnonzero(probe[at] == self.hashes) if len(probe) else np.empty(0, np.int64)
+        else:
+            low = np.searchsorted(self.hashes, probe, side="left")
+            high = np.searchsorted(self.hashes, probe, side="right")
+            counts = high - low
+            hit = counts > 0
+            low, counts = low[hit], counts[hit]
+            # Every index in [low, low + count) of every hit: the range starts repeated, plus offsets.
+            starts = np.repeat(low - np.cumsum(counts) + counts, counts)
+            entries = starts + np.arange(int(counts.sum()), dtype=np.int64)
         order = np.argsort(self.positions[entries], kind="stable")
         entries = entries[order]
         return self.positions[entries], self.keys.take(pa.array(entries))

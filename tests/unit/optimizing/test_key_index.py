@@ -36,11 +36,14 @@ def test_a_lookup_finds_every_row_of_the_probed_keys_in_position_order() -> None
     assert index.find(probe_hashes([pa.array([42], pa.int64()), pa.array(["eu"])]))[0].tolist() == []
 
 
-def test_a_lookup_matches_a_brute_force_scan_of_the_hashes() -> None:
+@pytest.mark.parametrize(
+    ("rows", "probes"), [(20_000, 300), (50, 3000), (0, 10), (10, 0)], ids=["big-file", "small-file", "empty-file", "no-probe"]
+)
+def test_a_lookup_matches_a_brute_force_scan_of_the_hashes(rows: int, probes: int) -> None:
     rng = np.random.default_rng(7)
-    ids = rng.integers(0, 5000, 20_000)
+    ids = rng.integers(0, 5000, rows)
     index = SegmentIndex.build(IndexedFile("f", 1, len(ids)), pa.table({"id": pa.array(ids, pa.int64())}))
-    probed = pa.array(rng.integers(0, 5000, 300), pa.int64())
+    probed = pa.array(rng.integers(0, 5000, probes), pa.int64())
     positions, keys = index.find(probe_hashes([probed]))
     expected = np.flatnonzero(np.isin(key_hash([pa.array(ids, pa.int64())]), key_hash([probed])))
     assert positions.tolist() == expected.tolist()
