@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from pyiceberg.manifest import DataFileContent
 
 from mixed_iceberg import MixedTable
+from mixed_iceberg.optimizing import key_index_store
 from mixed_iceberg.optimizing.key_index_store import CACHE, INDEX_FOLDER
 from mixed_iceberg.optimizing.maintenance.facade import TableMaintenance
 from mixed_iceberg.store.manifests.live_files import live_files
@@ -83,11 +84,16 @@ def test_upsert_streams_stay_latest_by_key_across_optimizing(
     runs=st.lists(st.sampled_from([None, "minor", "major", "minor", "maintenance"]), min_size=1, max_size=6),
 )
 def test_the_merged_read_is_the_same_whatever_state_the_key_indexes_are_in(
-    tmp_path: Path, index: str, history: tuple[list[Row], list[list[Row]]], runs: list[str | None]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    index: str,
+    history: tuple[list[Row], list[list[Row]]],
+    runs: list[str | None],
 ) -> None:
     """Segment key indexes are a cache: before every optimizing the indexes are left alone
     (present), deleted (absent), swapped between files (stale), damaged (corrupted), or the
     table does not use them (off); the merged read equals the replay in every case."""
+    monkeypatch.setattr(key_index_store, "PERSIST_MIN_ROWS", 0)  # every index gets its file
     _check_across_optimizing(tmp_path, None, "1024", history, runs, base_unique=True, index=index)
     _check_across_optimizing(tmp_path, ["cat"], "1024", history, runs, base_unique=True, index=index)
 

@@ -67,6 +67,16 @@ def test_a_serialized_index_reads_back_for_its_own_file_only() -> None:
     assert SegmentIndex.parse(b"", FILE, ["id", "region"]) is None
 
 
+def test_a_small_files_index_is_only_cached_not_written(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    file = _first_data_file(table)
+    assert file.records < key_index_store.PERSIST_MIN_ROWS
+    cache = IndexCache(1 << 20)
+    segment_index(table.base_store, file, ["id"], cache=cache)
+    assert cache.get(file) is not None
+    assert not Path(index_location(table.base_store, file.path).removeprefix("file://")).exists()
+
+
 def test_the_cache_keeps_to_its_byte_budget_least_recently_used_first() -> None:
     indexes = [SegmentIndex.build(IndexedFile(f"f{i}", 1, 6), KEYS) for i in range(3)]
     cache = IndexCache(budget_bytes=2 * indexes[0].nbytes)
@@ -95,6 +105,7 @@ def _first_data_file(table: MixedTable) -> IndexedFile:
 def test_an_index_is_built_once_then_read_from_its_file_and_a_damaged_file_is_rebuilt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(key_index_store, "PERSIST_MIN_ROWS", 0)
     table = _table(tmp_path)
     file = _first_data_file(table)
     base = table.base_store
@@ -125,7 +136,10 @@ def _index_files_of_live_data(table: MixedTable) -> set[Path]:
     }
 
 
-def test_a_minor_uses_the_indexes_and_orphan_cleaning_drops_those_of_files_gone(tmp_path: Path) -> None:
+def test_a_minor_uses_the_indexes_and_orphan_cleaning_drops_those_of_files_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(key_index_store, "PERSIST_MIN_ROWS", 0)
     table = _table(tmp_path)
     with table.new_transaction() as txn:
         txn.write(changes([("-U", 7, "a", 7, 1.0), ("+U", 7, "b", 70, 2.0), ("-D", 8, "a", 8, 1.0)]))
