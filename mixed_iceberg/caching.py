@@ -23,17 +23,19 @@ V = TypeVar("V")
 
 
 class LruCache(Generic[K, V]):
-    """At most ``capacity`` entries, the least recently used dropped first.
+    """At most ``capacity`` entries, the least recently used dropped first; with ``sizeof``,
+    entries of at most ``capacity`` in total size (a value larger than that is not kept).
 
     ``hits`` and ``misses`` count :meth:`get` and :meth:`get_or_build` lookups (tests and the
     commit profile read them). A build runs outside the lock: two threads missing the same key
     at once both build it, and the last one is kept.
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, *, sizeof: Callable[[V], int] | None = None) -> None:
         if capacity < 1:
             raise ValueError(f"expected a cache capacity >= 1, found {capacity}")
-        self._entries: LRUCache[K, V] = LRUCache(maxsize=capacity)
+        self._entries: LRUCache[K, V] = LRUCache(maxsize=capacity, getsizeof=sizeof)
+        self._sizeof = sizeof
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -54,8 +56,19 @@ class LruCache(Generic[K, V]):
             return self._entries.get(key)
 
     def put(self, key: K, value: V) -> None:
+        if self._sizeof is not None and self._sizeof(value) > self._entries.maxsize:
+            return
         with self._lock:
             self._entries[key] = value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    @property
+    def size(self) -> int:
+        """Entries kept, or their total size with ``sizeof``."""
+        return int(self._entries.currsize)
 
     def get_or_build(self, key: K, build: Callable[[], V]) -> V:
         found = self.get(key)

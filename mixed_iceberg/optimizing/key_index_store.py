@@ -23,66 +23,30 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 
 import pyarrow.parquet as pq
 from pyiceberg.table import Table
 
+from mixed_iceberg.caching import LruCache
 from mixed_iceberg.exceptions import CorruptTableError
 from mixed_iceberg.optimizing.key_index import IndexedFile, SegmentIndex
 from mixed_iceberg.reader.read import filesystem_for
 
-__all__ = ["CACHE", "INDEX_FOLDER", "PERSIST_MIN_ROWS", "IndexCache", "index_location", "segment_index"]
+__all__ = ["CACHE", "INDEX_FOLDER", "PERSIST_MIN_ROWS", "index_cache", "index_location", "segment_index"]
 
 log = logging.getLogger(__name__)
 
 INDEX_FOLDER = "key-index"
 
 
-class IndexCache:
-    """A thread-safe LRU of segment indexes, bounded by their bytes (``budget_bytes``)."""
-
-    def __init__(self, budget_bytes: int) -> None:
-        self.budget_bytes = budget_bytes
-        self._entries: OrderedDict[IndexedFile, SegmentIndex] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, file: IndexedFile) -> SegmentIndex | None:
-        with self._lock:
-            found = self._entries.get(file)
-            if found is not None:
-                self._entries.move_to_end(file)
-            return found
-
-    def put(self, index: SegmentIndex) -> None:
-        size = index.nbytes
-        if size > self.budget_bytes:
-            return
-        with self._lock:
-            previous = self._entries.pop(index.file, None)
-            if previous is not None:
-                self._bytes -= previous.nbytes
-            self._entries[index.file] = index
-            self._bytes += size
-            while self._bytes > self.budget_bytes:
-                _, evicted = self._entries.popitem(last=False)
-                self._bytes -= evicted.nbytes
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
-
-    @property
-    def nbytes(self) -> int:
-        return self._bytes
+def index_cache(budget_bytes: int) -> LruCache[IndexedFile, SegmentIndex]:
+    """A cache of segment indexes holding at most ``budget_bytes`` of them."""
+    return LruCache(budget_bytes, sizeof=lambda index: index.nbytes)
 
 
 #: The process's indexes: 1 GiB holds the keys of about 50M rows of a single long key.
-CACHE = IndexCache(1 << 30)
+CACHE = index_cache(1 << 30)
 
 #: Files with fewer rows get no index file (see the module docstring): rebuilding theirs
 #: reads under 1M keys, about 0.05 s.
@@ -132,7 +96,9 @@ def _build(store: Table, file: IndexedFile, keys: Sequence[str]) -> SegmentIndex
     return SegmentIndex.build(file, rows)
 
 
-def segment_index(store: Table, file: IndexedFile, keys: Sequence[str], *, cache: IndexCache = CACHE) -> SegmentIndex:
+def segment_index(
+    store: Table, file: IndexedFile, keys: Sequence[str], *, cache: LruCache[IndexedFile, SegmentIndex] = CACHE
+) -> SegmentIndex:
     """The key index of ``file``, a data file of ``store`` (see the module docstring).
 
     Raises:
@@ -147,5 +113,5 @@ def segment_index(store: Table, file: IndexedFile, keys: Sequence[str], *, cache
         index = _build(store, file, keys)
         if persist:
             _write_index_file(store, index)
-    cache.put(index)
+    cache.put(file, index)
     return index

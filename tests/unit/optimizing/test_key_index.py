@@ -18,7 +18,7 @@ from mixed_iceberg import MixedTable
 from mixed_iceberg.format.javahash import key_hash
 from mixed_iceberg.optimizing import key_index_store
 from mixed_iceberg.optimizing.key_index import IndexedFile, SegmentIndex, probe_hashes
-from mixed_iceberg.optimizing.key_index_store import INDEX_FOLDER, IndexCache, index_location, segment_index
+from mixed_iceberg.optimizing.key_index_store import INDEX_FOLDER, index_cache, index_location, segment_index
 from mixed_iceberg.optimizing.maintenance.facade import TableMaintenance
 from mixed_iceberg.store.manifests.live_files import live_files
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
@@ -71,7 +71,7 @@ def test_a_small_files_index_is_only_cached_not_written(tmp_path: Path) -> None:
     table = _table(tmp_path)
     file = _first_data_file(table)
     assert file.records < key_index_store.PERSIST_MIN_ROWS
-    cache = IndexCache(1 << 20)
+    cache = index_cache(1 << 20)
     segment_index(table.base_store, file, ["id"], cache=cache)
     assert cache.get(file) is not None
     assert not Path(index_location(table.base_store, file.path).removeprefix("file://")).exists()
@@ -79,14 +79,17 @@ def test_a_small_files_index_is_only_cached_not_written(tmp_path: Path) -> None:
 
 def test_the_cache_keeps_to_its_byte_budget_least_recently_used_first() -> None:
     indexes = [SegmentIndex.build(IndexedFile(f"f{i}", 1, 6), KEYS) for i in range(3)]
-    cache = IndexCache(budget_bytes=2 * indexes[0].nbytes)
-    cache.put(indexes[0])
-    cache.put(indexes[1])
+    cache = index_cache(2 * indexes[0].nbytes)
+    cache.put(indexes[0].file, indexes[0])
+    cache.put(indexes[1].file, indexes[1])
     assert cache.get(indexes[0].file) is indexes[0]  # now the most recently used
-    cache.put(indexes[2])
+    cache.put(indexes[2].file, indexes[2])
     assert cache.get(indexes[1].file) is None
     assert cache.get(indexes[0].file) is indexes[0]
-    assert cache.nbytes <= cache.budget_bytes
+    assert cache.size <= 2 * indexes[0].nbytes
+    too_big = index_cache(indexes[0].nbytes - 1)
+    too_big.put(indexes[0].file, indexes[0])
+    assert too_big.get(indexes[0].file) is None
 
 
 def _table(tmp_path: Path) -> MixedTable:
@@ -109,7 +112,7 @@ def test_an_index_is_built_once_then_read_from_its_file_and_a_damaged_file_is_re
     table = _table(tmp_path)
     file = _first_data_file(table)
     base = table.base_store
-    built = segment_index(base, file, ["id"], cache=IndexCache(1 << 20))
+    built = segment_index(base, file, ["id"], cache=index_cache(1 << 20))
     stored = Path(index_location(base, file.path).removeprefix("file://"))
     assert stored.exists()
     assert INDEX_FOLDER in stored.parts
@@ -119,10 +122,10 @@ def test_an_index_is_built_once_then_read_from_its_file_and_a_damaged_file_is_re
 
     with monkeypatch.context() as patched:  # a fresh process: read from the index file
         patched.setattr(key_index_store, "_build", no_build)
-        again = segment_index(base, file, ["id"], cache=IndexCache(1 << 20))
+        again = segment_index(base, file, ["id"], cache=index_cache(1 << 20))
     assert again.positions.tolist() == built.positions.tolist()
     stored.write_bytes(stored.read_bytes()[:-7])  # damaged: rebuilt and written again
-    rebuilt = segment_index(base, file, ["id"], cache=IndexCache(1 << 20))
+    rebuilt = segment_index(base, file, ["id"], cache=index_cache(1 << 20))
     assert rebuilt.positions.tolist() == built.positions.tolist()
     assert SegmentIndex.parse(stored.read_bytes(), file, ["id"]) is not None
 
