@@ -32,6 +32,7 @@ from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.table import FileScanTask, Table
 
+from mixed_iceberg.caching import LruCache
 from mixed_iceberg.exceptions import CorruptTableError
 from mixed_iceberg.reader.field_ids import history_fits_by_name
 from mixed_iceberg.reader.merge import keep_rows
@@ -77,20 +78,42 @@ def filesystem_for(io: FileIO, path: str) -> tuple[pa.fs.FileSystem, str]:
     return pyarrow_io.fs_by_scheme(scheme, netloc), local
 
 
+#: Positions per delete file (delete files are immutable): a position delete of a segment is
+#: read by every later scan and every later optimizing of it, so it is read once per process.
+_POSITIONS: LruCache[str, dict[str, npt.NDArray[np.int64]]] = LruCache(
+    256 << 20, sizeof=lambda by_target: sum(p.nbytes for p in by_target.values()) + 100 * len(by_target)
+)
+
+
 def deleted_positions(store: Table, delete_files: Iterable[DataFile]) -> dict[str, npt.NDArray[np.int64]]:
     """Deleted row positions per data file path, from position delete files.
 
     Files whose ``file_path`` bounds name one data file (every file the optimizer writes) are
     read for ``pos`` only, in one scan split by their record counts; others are read whole.
+    Each file's positions are cached by its path.
 
     Raises:
         CorruptTableError: delete files hold another number of rows than their manifests say.
     """
     files = list(delete_files)
-    if not files:
-        return {}
-    filesystem, _ = filesystem_for(store.io, files[0].file_path)
+    per_file = {d.file_path: found for d in files if (found := _POSITIONS.get(d.file_path)) is not None}
+    missing = [d for d in files if d.file_path not in per_file]
+    if missing:
+        read = _read_positions(store, missing)
+        for d in missing:
+            _POSITIONS.put(d.file_path, read[d.file_path])
+        per_file.update(read)
     pieces: dict[str, list[npt.NDArray[np.int64]]] = defaultdict(list)
+    for d in files:
+        for target, positions in per_file[d.file_path].items():
+            pieces[target].append(positions)
+    return {path: chunks[0] if len(chunks) == 1 else np.concatenate(chunks) for path, chunks in pieces.items()}
+
+
+def _read_positions(store: Table, files: Sequence[DataFile]) -> dict[str, dict[str, npt.NDArray[np.int64]]]:
+    """Per delete file: its positions per data file path."""
+    filesystem, _ = filesystem_for(store.io, files[0].file_path)
+    found: dict[str, dict[str, npt.NDArray[np.int64]]] = {d.file_path: {} for d in files}
     targeted = [(d, target) for d in files if (target := referenced_data_file(d)) is not None]
     if targeted:
         local = [filesystem_for(store.io, d.file_path)[1] for d, _ in targeted]
@@ -101,19 +124,30 @@ def deleted_positions(store: Table, delete_files: Iterable[DataFile]) -> dict[st
                 f"{'.'.join(store.name())}: position-delete files hold {len(positions)} rows; "
                 f"their manifests say {int(counts.sum())}"
             )
-        for (_, target), chunk in zip(targeted, np.split(positions.to_numpy(), np.cumsum(counts)[:-1]), strict=True):
-            pieces[target].append(chunk)
-    shared = [filesystem_for(store.io, d.file_path)[1] for d in files if referenced_data_file(d) is None]
-    if shared:
-        rows = ds.dataset(shared, format="parquet", filesystem=filesystem).to_table(columns=[_FILE_PATH, _POS])
+        for (d, target), chunk in zip(targeted, np.split(positions.to_numpy(), np.cumsum(counts)[:-1]), strict=True):
+            found[d.file_path][target] = chunk
+    for d in files:
+        if referenced_data_file(d) is not None:
+            continue
+        rows = ds.dataset([filesystem_for(store.io, d.file_path)[1]], format="parquet", filesystem=filesystem).to_table(
+            columns=[_FILE_PATH, _POS]
+        )
+        if rows.num_rows != d.record_count:
+            raise CorruptTableError(
+                f"{'.'.join(store.name())}: position-delete file {d.file_path} holds {rows.num_rows} rows; "
+                f"its manifest says {d.record_count}"
+            )
         encoded = rows.column(_FILE_PATH).combine_chunks().dictionary_encode()
         codes = encoded.indices.to_numpy(zero_copy_only=False)
         positions = rows.column(_POS).to_numpy()
         order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(encoded.dictionary) + 1))
         for i, path in enumerate(encoded.dictionary.to_pylist()):
-            pieces[str(path)].append(positions[order[bounds[i] : bounds[i + 1]]])
-    return {path: chunks[0] if len(chunks) == 1 else np.concatenate(chunks) for path, chunks in pieces.items()}
+            found[d.file_path][str(path)] = positions[order[bounds[i] : bounds[i + 1]]]
+    for by_target in found.values():  # shared through the cache: nobody may change them
+        for array in by_target.values():
+            array.setflags(write=False)
+    return found
 
 
 def _only_position_deletes(task: FileScanTask) -> bool:
