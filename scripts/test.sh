@@ -74,7 +74,7 @@ if present:
     sys.exit(f"test.sh: {', '.join(present)} installed in the core venv: an extra or the dev extra pulls it in")
 import mixed_iceberg
 PY
-    "$CORE_PY" -m pytest -q -p no:cacheprovider -m "not integration" --record-passed "$PASSED_IN_CORE" tests/unit
+    "$CORE_PY" -m pytest -q -p no:cacheprovider -m "not integration" --record-passed="$PASSED_IN_CORE" tests/unit
 }
 
 # Each test runs once: what passed in the core venv is deselected in the full run below
@@ -83,7 +83,7 @@ PY
 PASSED_IN_CORE="$(mktemp -t mixed-iceberg-core-passed.XXXXXX)"
 trap 'rm -f "$PASSED_IN_CORE"; "$PY" -m tests.support.services reap || true' EXIT
 step "core without extras" core_without_extras
-once=(--skip-passed "$PASSED_IN_CORE")
+once=("--skip-passed=$PASSED_IN_CORE")
 [[ " ${failed[*]} " == *" core without extras "* ]] && once=()
 step "pytest" "$PY" -m pytest -q -p no:cacheprovider --durations=25 "${once[@]}" "$@"
 
