@@ -209,3 +209,7 @@ class NamespaceExistsError(MixedIcebergError):
 
 class NamespaceNotEmptyError(MixedIcebergError):
     """``drop_namespace`` of a namespace that still holds tables: drop them first."""
+
+
+class TableBusyError(MixedIcebergError):
+    """The optimizer's system database refused a second process for a table that has one in flight."""

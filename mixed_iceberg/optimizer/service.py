@@ -35,11 +35,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from mixed_iceberg.catalog import MixedCatalog, load_catalog
-from mixed_iceberg.exceptions import CommitConflictError, MixedIcebergError, NoSuchTableError
+from mixed_iceberg.exceptions import CommitConflictError, MixedIcebergError, NoSuchTableError, TableBusyError
 from mixed_iceberg.optimizer.codec import decode_result, decode_tasks
 from mixed_iceberg.optimizer.config import GroupConfig, OptimizerConfig
 from mixed_iceberg.optimizer.scheduling import TableLoad, pick_table, table_order
-from mixed_iceberg.optimizer.sysdb.database import ProcessRecord, SystemDatabase, TableRuntime, now_ms
+from mixed_iceberg.optimizer.sysdb.database import ENDED, ProcessRecord, SystemDatabase, TableRuntime, now_ms
 from mixed_iceberg.optimizer.work import commit_process, plan_process, run_task
 from mixed_iceberg.options import OPT_ENABLED, OPT_GROUP, OPT_PARTIAL, OPT_QUOTA, OPT_RETRIES
 from mixed_iceberg.table import MixedTable
@@ -279,10 +279,15 @@ class OptimizerService:
         """Plan one claimed table; the input bytes planned (0: nothing due, or an error recorded)."""
         try:
             table = self.table(runtime.catalog, runtime.table_name)
-            self.db.set_table(runtime.table_id, status="PLANNING")
+            if not self.db.set_idle_table(runtime.table_id, status="PLANNING"):
+                raise TableBusyError(f"{runtime.table_id}: a process is in flight; not planning another")
             planned = plan_process(
                 table, self.db, table_id=runtime.table_id, group=self.group.name, optimizer_id=self.optimizer_id
             )
+        except TableBusyError as exc:  # another optimizer's process is in flight: it is not ours to touch
+            log.info("%s", exc)
+            self.db.release_table(runtime.table_id, self.optimizer_id)
+            return 0
         except Exception as exc:
             log.warning("%s: planning failed: %s", runtime.table_id, exc)
             self._fail_table(runtime, f"planning failed: {type(exc).__name__}: {exc}")
@@ -322,6 +327,12 @@ class OptimizerService:
             return None  # still running
         if not self.db.claim_table(runtime.table_id, self.optimizer_id, self._lease()):
             return None  # another optimizer holds it
+        # Read again under the lease: another optimizer may have ended this process since
+        # ``runtime`` was read (and planned the table's next one).
+        current, process = self.db.table(runtime.table_id), self.db.process(process.process_id)
+        if current is None or process is None or current.process_id != process.process_id or process.status in ENDED:
+            self.db.release_table(runtime.table_id, self.optimizer_id)
+            return None
         table = self.table(runtime.catalog, runtime.table_name)
         partial = OPT_PARTIAL.read(table.properties, runtime.table_name)
         if failed and not (partial and succeeded and not process.unit):

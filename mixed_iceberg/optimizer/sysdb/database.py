@@ -35,10 +35,10 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, and_, create_engine, event, func, or_, select, update
 from sqlalchemy.engine import Connection, Row
 
-from mixed_iceberg.exceptions import ConfigError
+from mixed_iceberg.exceptions import ConfigError, TableBusyError
 from mixed_iceberg.optimizer.sysdb.schema import GROUPS, OPTIMIZERS, PROCESSES, TABLES, TASKS
 
-__all__ = ["HEAD", "ProcessRecord", "SystemDatabase", "TableRuntime", "TaskRecord", "now_ms"]
+__all__ = ["ENDED", "HEAD", "ProcessRecord", "SystemDatabase", "TableRuntime", "TaskRecord", "now_ms"]
 
 #: The newest schema version (the Alembic revision of ``migrations/versions/``).
 HEAD = "0002"
@@ -139,6 +139,8 @@ def _record(cls: type[Any], row: Row[Any]) -> Any:
 
 #: Task states that hold an executor (a lease that must be renewed).
 IN_FLIGHT = ("SCHEDULED", "ACKED")
+#: A process in one of these has ended; nothing changes it again.
+ENDED = ("SUCCESS", "FAILED", "CANCELED")
 
 
 class SystemDatabase:
@@ -343,6 +345,17 @@ class SystemDatabase:
                 .values(owner=None, lease_ms=None)
             )
 
+    def set_idle_table(self, table_id: str, **values: Any) -> bool:
+        """:meth:`set_table` if the table has no process in flight; whether it had none."""
+        with self._begin() as c:
+            return bool(
+                c.execute(
+                    update(TABLES)
+                    .where(TABLES.c.table_id == table_id, TABLES.c.process_id.is_(None))
+                    .values(updated_ms=now_ms(), **values)
+                ).rowcount
+            )
+
     def set_table(self, table_id: str, **values: Any) -> None:
         """Update columns of a table's runtime row (status, pending_type, last_error, ...)."""
         with self._begin() as c:
@@ -362,9 +375,20 @@ class SystemDatabase:
         unit: bool,
         tasks: Sequence[tuple[str, int]],
     ) -> int:
-        """A RUNNING process of PLANNED tasks (``(input JSON, input bytes)`` each); the table shows its type."""
+        """A RUNNING process of PLANNED tasks (``(input JSON, input bytes)`` each); the table shows its type.
+
+        Raises:
+            TableBusyError: the table has a process in flight (a table never has two).
+        """
         now = now_ms()
         with self._begin() as c:
+            # Locks the table's row (PostgreSQL re-checks the condition after a concurrent
+            # writer commits; SQLite transactions begin IMMEDIATE) before anything is written.
+            free = c.execute(
+                update(TABLES).where(TABLES.c.table_id == table_id, TABLES.c.process_id.is_(None)).values(updated_ms=now)
+            ).rowcount
+            if not free:
+                raise TableBusyError(f"{table_id}: a process is in flight; not planning another")
             result = c.execute(
                 PROCESSES.insert().values(
                     table_id=table_id,
@@ -618,21 +642,20 @@ class SystemDatabase:
         backoff_ms: int = 0,
         files_in: int = 0,
         files_out: int = 0,
-    ) -> None:
+    ) -> bool:
         """End a process (SUCCESS, FAILED, CANCELED) and set its table: IDLE after success (with its
         optimize time), FAILED with the error otherwise (planned again after ``backoff_ms``,
-        doubled per consecutive failure). Tasks not finished are CANCELED."""
+        doubled per consecutive failure). Tasks not finished are CANCELED.
+
+        Once only: False (and nothing changed) when the process had ended already. A second
+        optimizer that read the table before the first ended the process would otherwise end
+        it again and detach the table's next process, which a third round then planned beside."""
         now = now_ms()
         with self._begin() as c:
             tasks = c.execute(select(TASKS).where(TASKS.c.process_id == process.process_id)).all()
-            c.execute(
-                update(TASKS)
-                .where(TASKS.c.process_id == process.process_id, TASKS.c.status.notin_(("SUCCESS", "FAILED")))
-                .values(status="CANCELED", owner=None, thread=None, lease_ms=None)
-            )
-            c.execute(
+            ended = c.execute(
                 update(PROCESSES)
-                .where(PROCESSES.c.process_id == process.process_id)
+                .where(PROCESSES.c.process_id == process.process_id, PROCESSES.c.status.notin_(ENDED))
                 .values(
                     status=status,
                     finished_ms=now,
@@ -644,6 +667,13 @@ class SystemDatabase:
                     files_in=files_in,
                     files_out=files_out,
                 )
+            ).rowcount
+            if not ended:
+                return False
+            c.execute(
+                update(TASKS)
+                .where(TASKS.c.process_id == process.process_id, TASKS.c.status.notin_(("SUCCESS", "FAILED")))
+                .values(status="CANCELED", owner=None, thread=None, lease_ms=None)
             )
             table = c.execute(select(TABLES).where(TABLES.c.table_id == process.table_id)).first()
             values: dict[str, Any] = {"process_id": None, "updated_ms": now}
@@ -656,7 +686,12 @@ class SystemDatabase:
                 values.update(status="FAILED", failures=failures, next_plan_ms=now + wait, last_error=error, last_error_ms=now)
             else:
                 values.update(status="IDLE")
-            c.execute(update(TABLES).where(TABLES.c.table_id == process.table_id).values(**values))
+            c.execute(
+                update(TABLES)
+                .where(TABLES.c.table_id == process.table_id, TABLES.c.process_id == process.process_id)
+                .values(**values)
+            )
+        return True
 
     def set_process(self, process_id: int, **values: Any) -> None:
         with self._begin() as c:

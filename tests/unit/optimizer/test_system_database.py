@@ -16,6 +16,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import make_url
 
+from mixed_iceberg.exceptions import TableBusyError
 from mixed_iceberg.optimizer.sysdb.database import HEAD, SystemDatabase, now_ms
 from mixed_iceberg.optimizer.sysdb.schema import METADATA
 
@@ -197,3 +198,31 @@ def test_a_completed_task_records_its_output_and_counts_toward_its_tables_execut
     assert done is not None
     assert (done.status, done.snapshot_id, done.rows_in, done.rows_out, done.bytes_out) == ("SUCCESS", 42, 10, 7, 99)
     assert db.table("local.db.t").last_minor_ms is not None  # type: ignore[union-attr]
+
+
+def test_a_process_ends_once_and_a_late_second_end_leaves_the_tables_next_process_alone(db: SystemDatabase) -> None:
+    # Two optimizers read the table while process 1 was in flight; the first ends it and
+    # plans process 2; the second, late, must neither end process 1 again nor detach process 2.
+    first = _plan(db, tasks=1)
+    stale = db.process(first)
+    assert stale is not None
+    assert db.finish_process(stale, "SUCCESS", snapshot_id=1)
+    ended = db.process(first)
+    assert ended is not None
+    second = _plan(db, tasks=1)
+    assert db.table("local.db.t").process_id == second  # type: ignore[union-attr]
+    assert not db.finish_process(stale, "SUCCESS", snapshot_id=1)
+    assert db.table("local.db.t").process_id == second  # type: ignore[union-attr]
+    again = db.process(first)
+    assert again is not None
+    assert again.finished_ms == ended.finished_ms
+    assert [t.status for t in db.tasks(second)] == ["PLANNED"]
+
+
+def test_a_table_with_a_process_in_flight_gets_no_second_one(db: SystemDatabase) -> None:
+    first = _plan(db, tasks=1)
+    with pytest.raises(TableBusyError, match="a process is in flight"):
+        _plan(db, tasks=1)
+    assert not db.set_idle_table("local.db.t", status="PLANNING")
+    assert [p.process_id for p in db.processes("local.db.t")] == [first]
+    assert db.table("local.db.t").status == "MINOR"  # type: ignore[union-attr]
