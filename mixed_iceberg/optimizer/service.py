@@ -6,10 +6,12 @@ talk to each other. Each optimizer runs three kinds of threads.
 
 * **Heartbeat.** It renews this optimizer's heartbeat and its leases. If the optimizer was
   declared dead meanwhile, it registers again under a new id.
-* **Coordinator.** Every ``refresh-interval`` it does the following:
+* **Coordinator.** It runs a round every ``refresh-interval``, when a task finishes, and when a
+  table's ``self-optimizing.min-plan-interval`` runs out (a due table waits for no refresh).
+  A round does the following:
   1. Gives back what dead optimizers held.
-  2. Discovers the tables of the configured catalogs whose ``self-optimizing.enabled`` is true
-     and whose ``self-optimizing.group`` is this group.
+  2. On the refresh interval, discovers the tables of the configured catalogs whose
+     ``self-optimizing.enabled`` is true and whose ``self-optimizing.group`` is this group.
   3. For every table whose lease it can take, in the group's policy order:
      * commits a finished process, or ends a failed one;
      * or plans a table that is due. Planning runs on ``max-planning-parallelism`` threads, and
