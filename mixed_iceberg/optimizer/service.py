@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from mixed_iceberg.catalog import MixedCatalog, load_catalog
 from mixed_iceberg.exceptions import CommitConflictError, MixedIcebergError, NoSuchTableError, TableBusyError
@@ -279,10 +280,12 @@ class OptimizerService:
 
     def _plan(self, runtime: TableRuntime) -> int:
         """Plan one claimed table; the input bytes planned (0: nothing due, or an error recorded)."""
+        if not self.db.set_idle_table(runtime.table_id, status="PLANNING"):
+            # Read before another optimizer's process began: that process is not ours to touch.
+            self.db.release_table(runtime.table_id, self.optimizer_id)
+            return 0
         try:
             table = self.table(runtime.catalog, runtime.table_name)
-            if not self.db.set_idle_table(runtime.table_id, status="PLANNING"):
-                raise TableBusyError(f"{runtime.table_id}: a process is in flight; not planning another")
             planned = plan_process(
                 table, self.db, table_id=runtime.table_id, group=self.group.name, optimizer_id=self.optimizer_id
             )
@@ -353,31 +356,17 @@ class OptimizerService:
             log.warning("%s: commit of process %d failed: %s", runtime.table_id, process.process_id, exc)
             self._finish(process, "FAILED", error=f"commit failed: {type(exc).__name__}: {exc}")
             return "FAILED"
-        files_in = sum(len(o["removed_data"]) for t in succeeded for o in decode_result(t.output or "[]").outputs)
+        results = [decode_result(t.output or "[]") for t in succeeded]
+        files_in = sum(len(o["removed_data"]) for r in results for o in r.outputs)
         files_in += sum(len(r.change) for t in succeeded for r in decode_tasks(t.input))
-        files_out = sum(decode_result(t.output or "[]").files_out for t in succeeded)
+        files_out = sum(r.files_out for r in results)
         self._finish(process, "SUCCESS", snapshot_id=outcome.snapshot_id, files_in=files_in, files_out=files_out)
         return "SUCCESS"
 
-    def _finish(
-        self,
-        process: ProcessRecord,
-        status: str,
-        *,
-        error: str | None = None,
-        snapshot_id: int | None = None,
-        files_in: int = 0,
-        files_out: int = 0,
-    ) -> None:
-        self.db.finish_process(
-            process,
-            status,
-            error=error,
-            snapshot_id=snapshot_id,
-            backoff_ms=self.group.properties.failure_backoff_ms,
-            files_in=files_in,
-            files_out=files_out,
-        )
+    def _finish(self, process: ProcessRecord, status: str, **outcome: Any) -> None:
+        """End ``process`` with the group's failure back-off and let its table go; ``outcome``:
+        the rest of :meth:`SystemDatabase.finish_process` (error, snapshot_id, files_in, files_out)."""
+        self.db.finish_process(process, status, backoff_ms=self.group.properties.failure_backoff_ms, **outcome)
         self.db.release_table(process.table_id, self.optimizer_id)
 
     def _maintain(self) -> None:

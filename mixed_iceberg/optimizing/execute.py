@@ -19,7 +19,6 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import DataFile
@@ -34,7 +33,7 @@ from mixed_iceberg.optimizing.key_index import IndexedFile, probe_hashes
 from mixed_iceberg.optimizing.key_index_store import segment_index
 from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, OptimizingType, RewriteTask
 from mixed_iceberg.reader.engines import merge_by_engine
-from mixed_iceberg.reader.file_reads import deleted_positions
+from mixed_iceberg.reader.file_reads import deleted_positions, read_file_columns
 from mixed_iceberg.reader.merge import LSN, KeyedRows, keep_rows, latest_by_key
 from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.plan import ChangeFileRef
@@ -83,18 +82,11 @@ def _change_refs(changes: Sequence[ChangeFile]) -> list[ChangeFileRef]:
     return refs
 
 
-def _read_columns(base: Table, path: str, columns: list[str]) -> pa.Table:
-    """Columns of one Parquet file, in file order (positions), with no hive-path inference."""
-    filesystem, local = filesystem_for(base.io, path)
-    with filesystem.open_input_file(local) as stream:
-        return pq.ParquetFile(stream).read(columns=columns)
-
-
 def _targets(base: Table, delete: DataFile) -> set[str]:
     target = referenced_data_file(delete)
     if target is not None:
         return {target}
-    return set(pc.unique(_read_columns(base, delete.file_path, ["file_path"]).column("file_path")).to_pylist())
+    return set(pc.unique(read_file_columns(base.io, delete.file_path, ["file_path"]).column("file_path")).to_pylist())
 
 
 def _segment_keys(base: Table, segments: Sequence[BaseFile], keys: list[str]) -> pa.Table:

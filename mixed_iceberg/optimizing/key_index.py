@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from mixed_iceberg.exceptions import CorruptTableError
 from mixed_iceberg.format.javahash import key_hash
 
 __all__ = ["IndexedFile", "SegmentIndex", "probe_hashes"]
@@ -68,10 +69,10 @@ class SegmentIndex:
         """The index of ``file`` from its key columns, every row in file order (position-deleted ones too).
 
         Raises:
-            ValueError: ``keys`` holds another number of rows than ``file`` says.
+            CorruptTableError: ``keys`` holds another number of rows than ``file``'s manifest says.
         """
         if keys.num_rows != file.records:
-            raise ValueError(f"{file.path}: {keys.num_rows} key rows for a file of {file.records} records")
+            raise CorruptTableError(f"{file.path} holds {keys.num_rows} rows; its manifest says {file.records}")
         hashes = key_hash(keys.columns) if keys.num_rows else np.empty(0, np.int32)
         order = np.argsort(hashes, kind="stable")
         return cls(file, hashes[order], order.astype(np.int64), keys.take(pa.array(order)))

@@ -25,13 +25,11 @@ import hashlib
 import logging
 from collections.abc import Sequence
 
-import pyarrow.parquet as pq
 from pyiceberg.table import Table
 
 from mixed_iceberg.caching import LruCache
-from mixed_iceberg.exceptions import CorruptTableError
 from mixed_iceberg.optimizing.key_index import IndexedFile, SegmentIndex
-from mixed_iceberg.reader.read import filesystem_for
+from mixed_iceberg.reader.file_reads import read_file_columns
 
 __all__ = ["CACHE", "INDEX_FOLDER", "PERSIST_MIN_ROWS", "index_cache", "index_location", "segment_index"]
 
@@ -88,12 +86,7 @@ def _write_index_file(store: Table, index: SegmentIndex) -> None:
 
 
 def _build(store: Table, file: IndexedFile, keys: Sequence[str]) -> SegmentIndex:
-    filesystem, local = filesystem_for(store.io, file.path)
-    with filesystem.open_input_file(local) as stream:
-        rows = pq.ParquetFile(stream).read(columns=list(keys))
-    if rows.num_rows != file.records:
-        raise CorruptTableError(f"{file.path} holds {rows.num_rows} rows; its manifest says {file.records}")
-    return SegmentIndex.build(file, rows)
+    return SegmentIndex.build(file, read_file_columns(store.io, file.path, keys))
 
 
 def segment_index(

@@ -24,6 +24,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import bind, extract_field_ids
 from pyiceberg.io import FileIO
@@ -76,6 +77,13 @@ def filesystem_for(io: FileIO, path: str) -> tuple[pa.fs.FileSystem, str]:
     pyarrow_io = io if isinstance(io, PyArrowFileIO) else PyArrowFileIO(io.properties)
     scheme, netloc, local = pyarrow_io.parse_location(path, pyarrow_io.properties)
     return pyarrow_io.fs_by_scheme(scheme, netloc), local
+
+
+def read_file_columns(io: FileIO, path: str, columns: Sequence[str]) -> pa.Table:
+    """``columns`` of one Parquet file, every row in file order (positions), no hive-path inference."""
+    filesystem, local = filesystem_for(io, path)
+    with filesystem.open_input_file(local) as stream:
+        return pq.ParquetFile(stream).read(columns=list(columns))
 
 
 #: Positions per delete file (delete files are immutable): a position delete of a segment is

@@ -22,10 +22,8 @@ from __future__ import annotations
 import json
 import os
 import socket
-import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +31,18 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, and_, create_engine, event, func, or_, select, update
-from sqlalchemy.engine import Connection, Row
+from sqlalchemy.engine import Connection
 
 from mixed_iceberg.exceptions import ConfigError, TableBusyError
+from mixed_iceberg.optimizer.sysdb.records import (
+    ENDED,
+    IN_FLIGHT,
+    ProcessRecord,
+    TableRuntime,
+    TaskRecord,
+    now_ms,
+    record,
+)
 from mixed_iceberg.optimizer.sysdb.schema import GROUPS, OPTIMIZERS, PROCESSES, TABLES, TASKS
 
 __all__ = ["ENDED", "HEAD", "ProcessRecord", "SystemDatabase", "TableRuntime", "TaskRecord", "now_ms"]
@@ -43,104 +50,6 @@ __all__ = ["ENDED", "HEAD", "ProcessRecord", "SystemDatabase", "TableRuntime", "
 #: The newest schema version (the Alembic revision of ``migrations/versions/``).
 HEAD = "0002"
 _MIGRATIONS = Path(__file__).with_name("migrations")
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TableRuntime:
-    """One row of ``table_runtime``."""
-
-    table_id: str
-    catalog: str
-    table_name: str
-    group_name: str
-    status: str
-    quota: float
-    owner: str | None
-    lease_ms: int | None
-    pending_type: str | None
-    pending_reason: str | None
-    process_id: int | None
-    last_minor_ms: int | None
-    last_major_ms: int | None
-    last_full_ms: int | None
-    last_error: str | None
-    last_error_ms: int | None
-    failures: int
-    next_plan_ms: int
-    last_maintenance_ms: int | None
-    maintenance_error: str | None
-    updated_ms: int
-
-    @property
-    def last_optimized_ms(self) -> int:
-        return max(self.last_minor_ms or 0, self.last_major_ms or 0, self.last_full_ms or 0)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProcessRecord:
-    """One row of ``optimizing_processes``."""
-
-    process_id: int
-    table_id: str
-    group_name: str
-    type: str
-    status: str
-    planned_by: str
-    planned_ms: int
-    finished_ms: int | None
-    base_metadata: str
-    change_metadata: str | None
-    unit: bool
-    task_count: int
-    snapshot_id: int | None
-    error: str | None
-    bytes_in: int
-    bytes_out: int
-    rows_in: int
-    rows_out: int
-    files_in: int
-    files_out: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TaskRecord:
-    """One row of ``optimizing_tasks``."""
-
-    process_id: int
-    task_id: int
-    table_id: str
-    group_name: str
-    status: str
-    input: str
-    input_bytes: int
-    output: str | None
-    runs: int
-    retries: int
-    owner: str | None
-    thread: int | None
-    lease_ms: int | None
-    scheduled_ms: int | None
-    started_ms: int | None
-    finished_ms: int | None
-    duration_ms: int
-    rows_in: int
-    rows_out: int
-    bytes_out: int
-    error: str | None
-
-
-def _record(cls: type[Any], row: Row[Any]) -> Any:
-    return cls(**row._asdict())
-
-
-#: Task states that hold an executor (a lease that must be renewed).
-IN_FLIGHT = ("SCHEDULED", "ACKED")
-#: A process in one of these has ended; nothing changes it again.
-ENDED = ("SUCCESS", "FAILED", "CANCELED")
 
 
 class SystemDatabase:
@@ -316,12 +225,12 @@ class SystemDatabase:
         if group is not None:
             query = query.where(TABLES.c.group_name == group)
         with self.engine.connect() as c:
-            return [_record(TableRuntime, row) for row in c.execute(query)]
+            return [record(TableRuntime, row) for row in c.execute(query)]
 
     def table(self, table_id: str) -> TableRuntime | None:
         with self.engine.connect() as c:
             row = c.execute(select(TABLES).where(TABLES.c.table_id == table_id)).first()
-        return _record(TableRuntime, row) if row is not None else None
+        return record(TableRuntime, row) if row is not None else None
 
     def claim_table(self, table_id: str, optimizer_id: str, lease_ms: int) -> bool:
         """Take (or keep) ``table_id``'s lease: only its holder plans and commits it."""
@@ -441,7 +350,7 @@ class SystemDatabase:
     def process(self, process_id: int) -> ProcessRecord | None:
         with self.engine.connect() as c:
             row = c.execute(select(PROCESSES).where(PROCESSES.c.process_id == process_id)).first()
-        return _record(ProcessRecord, row) if row is not None else None
+        return record(ProcessRecord, row) if row is not None else None
 
     def processes(self, table_id: str | None = None, group: str | None = None) -> list[ProcessRecord]:
         query = select(PROCESSES).order_by(PROCESSES.c.process_id)
@@ -450,7 +359,7 @@ class SystemDatabase:
         if group is not None:
             query = query.where(PROCESSES.c.group_name == group)
         with self.engine.connect() as c:
-            return [_record(ProcessRecord, row) for row in c.execute(query)]
+            return [record(ProcessRecord, row) for row in c.execute(query)]
 
     def tasks(self, process_id: int | None = None, *, group: str | None = None, status: str | None = None) -> list[TaskRecord]:
         query = select(TASKS).order_by(TASKS.c.process_id, TASKS.c.task_id)
@@ -461,7 +370,7 @@ class SystemDatabase:
         if status is not None:
             query = query.where(TASKS.c.status == status)
         with self.engine.connect() as c:
-            return [_record(TaskRecord, row) for row in c.execute(query)]
+            return [record(TaskRecord, row) for row in c.execute(query)]
 
     def table_loads(self, group: str, since_ms: int) -> list[dict[str, Any]]:
         """Per served table of ``group``: quota, executor ms since ``since_ms`` (running tasks up to
@@ -522,7 +431,7 @@ class SystemDatabase:
                 ).rowcount
                 if won:
                     row = c.execute(select(TASKS).where(key)).one()
-                    return _record(TaskRecord, row)  # type: ignore[no-any-return]
+                    return record(TaskRecord, row)  # type: ignore[no-any-return]
         return None
 
     def ack_task(self, task: TaskRecord, optimizer_id: str, lease_ms: int) -> bool:
@@ -625,7 +534,7 @@ class SystemDatabase:
                 select(TASKS).where(TASKS.c.group_name == group, TASKS.c.status == "ACKED", TASKS.c.lease_ms < now)
             ).all()
         for row in late:
-            task = _record(TaskRecord, row)
+            task = record(TaskRecord, row)
             if self.fail_task(
                 task, None, error="task-execute-timeout: its lease ran out", duration_ms=0, max_retries=max_retries
             ):
