@@ -12,10 +12,10 @@ import argparse
 import logging
 import os
 import sys
-import sysconfig
 from pathlib import Path
 
 from mixed_iceberg.exceptions import ConfigError, NoSuchTableError
+from mixed_iceberg.flink_client import prepare_flink_client
 from mixed_iceberg.ingest.config import IngestConfig, load_ingest_config, pin_catalog
 from mixed_iceberg.ingest.monitor import (
     FlinkRest,
@@ -111,13 +111,10 @@ def main(argv: list[str] | None = None) -> int:
         max_restarts=args.max_restarts,
     )
     watching = args.until_caught_up or args.quiet or args.progress_interval > 0
-    # Python workers (and thread mode's pemja, if configured) see this venv through PYTHONPATH.
-    site = sysconfig.get_paths()["purelib"]
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (site, str(_ROOT), os.environ.get("PYTHONPATH")) if p)
-    # On a local mini-cluster PyFlink runs every Python worker as a thread of this client
-    # process ("loopback"): one GIL for all writer subtasks and this poller. PyFlink's own
-    # switch makes it start one worker process per subtask, as a cluster does.
-    os.environ.setdefault("_python_worker_execution_mode", "process")
+    # On a local mini-cluster PyFlink would run every Python worker as a thread of this client
+    # ("loopback"): one GIL for all writer subtasks and this poller. prepare_flink_client makes it
+    # start one worker process per subtask, as a cluster does.
+    prepare_flink_client()
     from mixed_iceberg.ingest.flink import build_pipeline
 
     on_cli = "PYFLINK_GATEWAY_PORT" in os.environ  # under `flink run`: the cluster's REST API

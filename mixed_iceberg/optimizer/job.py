@@ -14,19 +14,18 @@ import logging
 import os
 import signal
 import sys
-import sysconfig
 import threading
 from pathlib import Path
 
 import yaml
 
 from mixed_iceberg.exceptions import ConfigError
+from mixed_iceberg.flink_client import prepare_flink_client
 from mixed_iceberg.optimizer.config import default_optimizer_config_path, load_optimizer_config
 
 __all__ = ["main"]
 
 log = logging.getLogger(__name__)
-_ROOT = Path(__file__).resolve().parents[2]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,11 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"optimizer job: {exc}", file=sys.stderr)
         return 2
-    # Python workers see this venv and the project through PYTHONPATH, and run as processes
-    # (one per subtask, as on a cluster) rather than threads of this client.
-    site = sysconfig.get_paths()["purelib"]
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (site, str(_ROOT), os.environ.get("PYTHONPATH")) if p)
-    os.environ.setdefault("_python_worker_execution_mode", "process")
+    prepare_flink_client()
     from mixed_iceberg.optimizer.flink import build_pipeline, pinned_config
 
     pinned = pinned_config(config, raw)

@@ -108,10 +108,12 @@ write_config() {
     [[ -n "$java_opts" ]] || die "no env.java.opts.all in $home/conf/config.yaml"
     cat >"$CONF/config.yaml" <<EOF
 # mixed-iceberg local session cluster (scripts/services/flink.sh); regenerated on every start.
+# java.io.tmpdir too: every Flink JVM extracts its RPC system (21 MB) there and leaves it behind
+# when killed; under $STATE it goes with the state (flink.sh clean), not into the shared /tmp.
 env:
   java:
     opts:
-      all: $java_opts
+      all: $java_opts -Djava.io.tmpdir=$STATE/tmp
 jobmanager:
   bind-host: 127.0.0.1
   rpc:

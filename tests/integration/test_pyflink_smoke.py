@@ -115,3 +115,43 @@ def test_pyflink_job_uses_pyiceberg_and_pyarrow_in_python_functions(mode: str, t
         "even": [2550, 50, pa.__version__, "0.12.0"],
         "odd": [2500, 50, pa.__version__, "0.12.0"],
     }
+
+
+SCRATCH_JOB = r"""
+import sys
+from pathlib import Path
+
+from mixed_iceberg.flink_client import prepare_flink_client
+
+scratch = prepare_flink_client()
+from pyflink.table import EnvironmentSettings, TableEnvironment
+
+TableEnvironment.create(EnvironmentSettings.in_streaming_mode()).execute_sql("SELECT 1").wait()
+print("SCRATCH " + str(scratch))
+print("FILES " + " ".join(sorted(p.name for p in scratch.iterdir())))
+"""
+
+
+@pytest.mark.slow
+def test_a_flink_clients_jvm_scratch_files_are_its_own_and_removed_when_it_exits(tmp_path: Path) -> None:
+    """Flink's local JVM extracts its 44 MB table planner to java.io.tmpdir on every start and
+    leaves it there when killed: the client's JVM writes to a private directory instead, which is
+    gone once the client exits, as is a dead client's left-over one."""
+    root = tmp_path / "tmp" / "mixed-iceberg-flink"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    stale = root / dead.stdout.strip()
+    stale.mkdir(parents=True)
+    (stale / "flink-table-planner_left-over.jar").write_bytes(b"x")
+    script = tmp_path / "scratch.py"
+    script.write_text(SCRATCH_JOB)
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp"), "FLINK_LOG_DIR": str(tmp_path / "log")}
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=180, env=env, cwd=tmp_path, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if line.startswith(("SCRATCH ", "FILES ")))
+    scratch = Path(lines["SCRATCH"])
+    assert scratch.parent == root
+    assert any(name.startswith("flink-table-planner") for name in lines["FILES"].split()), lines["FILES"]
+    assert not scratch.exists()
+    assert not stale.exists()
