@@ -139,14 +139,42 @@ def _consumer(bootstrap: str, group: str, extra: Mapping[str, Any] | None = None
     return Consumer(config)
 
 
+#: Errors of a partition whose leader is not elected or known yet (a topic created a moment ago,
+#: a broker restarting): Kafka's clients retry them, and so do we, within ``_TIMEOUT``.
+_LEADER_PENDING = (
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError._UNKNOWN_PARTITION,
+)
+
+
 def watermarks(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:
-    """``{partition: (low, high)}`` offsets of ``topic``."""
+    """``{partition: (low, high)}`` offsets of ``topic``.
+
+    Raises:
+        LogStoreError: a partition's offsets are still unavailable after ``_TIMEOUT`` seconds,
+            or Kafka refused the request for a reason retrying cannot mend.
+    """
     consumer = _consumer(bootstrap, f"mixed-iceberg-probe-{uuid.uuid4().hex[:8]}")
     try:
         count = partition_count(bootstrap, topic)
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=_TIMEOUT) for p in range(count)}
+        return {p: _watermark(consumer, TopicPartition(topic, p)) for p in range(count)}
     finally:
         consumer.close()
+
+
+def _watermark(consumer: Consumer, partition: TopicPartition) -> tuple[int, int]:
+    deadline = time.monotonic() + _TIMEOUT
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(partition, timeout=_TIMEOUT)
+            return int(low), int(high)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if not (error.retriable() or error.code() in _LEADER_PENDING) or time.monotonic() > deadline:
+                raise LogStoreError(f"offsets of {partition.topic} [{partition.partition}]: {error}") from exc
+            time.sleep(0.2)
 
 
 def readable_from(bootstrap: str, topic: str, starts: Mapping[int, int], timeout: float = _TIMEOUT) -> set[int]:

@@ -15,10 +15,12 @@ import pytest
 
 from mixed_iceberg import MixedCatalog, MixedTable, TableFormat
 from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
+from mixed_iceberg.optimizer import service as service_module
 from mixed_iceberg.optimizer.config import OptimizerConfig, parse_optimizer_config
 from mixed_iceberg.optimizer.report import group_report, warnings
 from mixed_iceberg.optimizer.service import OptimizerService
-from mixed_iceberg.optimizer.sysdb.database import SystemDatabase
+from mixed_iceberg.optimizer.sysdb.database import ProcessRecord, SystemDatabase, TaskRecord
+from mixed_iceberg.optimizer.work import ExecutedTask
 from tests.support.optimizer import DUE, churn
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
 
@@ -284,28 +286,54 @@ def test_executor_time_follows_the_quotas_when_the_group_is_saturated(
 
 @pytest.mark.slow
 def test_a_long_full_optimize_in_one_group_never_delays_another_groups_minor(
-    tmp_path: Path, catalog: MixedCatalog, services: list[OptimizerService]
+    tmp_path: Path, catalog: MixedCatalog, services: list[OptimizerService], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    heavy_rows = 400_000
+    """The heavy table's full optimize is held open (its tasks wait on a gate, up to 60 s) until
+    the other group's minor has committed, so the test does not race the full's speed: if
+    anything the stream group does waited on the batch group, the minor would not finish while
+    the full is held, and the test would fail on the wait."""
+    heavy_rows = 40_000
     heavy = _partitioned(
         catalog, "heavy", heavy_rows, **{"self-optimizing.group": "batch", "self-optimizing.full.trigger.interval": "0"}
     )
     _spread_churn(heavy, heavy_rows)
     light = churned(catalog, "light", commits=0, **{"self-optimizing.group": "stream"})
+    gate = threading.Event()
+    held: list[int] = []
+    real_run_task = service_module.run_task
+
+    def gated_run_task(table: MixedTable, process: ProcessRecord, task: TaskRecord) -> ExecutedTask:
+        if process.table_id == "local.db.heavy":
+            held.append(task.task_id)
+            gate.wait(60)
+        return real_run_task(table, process, task)
+
+    monkeypatch.setattr(service_module, "run_task", gated_run_task)
     cfg = config(tmp_path, batch={}, stream={})
     services.append(OptimizerService(cfg, "batch", threads=1, catalogs={"local": catalog}).start())
     db = services[0].db
-    wait_for(lambda: any(p.type == "full" for p in db.processes("local.db.heavy")), what="the full optimize started")
+    wait_for(lambda: bool(held), what="a task of the full optimize running")
     services.append(OptimizerService(cfg, "stream", threads=1, catalogs={"local": catalog}).start())
     churn(light, 4)
-    wait_for(lambda: succeeded(db, "local.db.light"), what="the other group's minor")
+    try:
+        wait_for(lambda: succeeded(db, "local.db.light"), timeout=45, what="the other group's minor")
+    finally:
+        gate.set()
     (full,) = [p for p in db.processes("local.db.heavy") if p.type == "full"][:1]
     minor = next(p for p in db.processes("local.db.light") if p.status == "SUCCESS")
+    assert full.planned_ms < minor.planned_ms
+    # The full then finishes normally.
+    wait_for(lambda: _status(db, full.process_id) == "SUCCESS", what="the held full optimize")
     finished = db.process(full.process_id)
     assert finished is not None
-    # The minor was planned, executed and committed while the full was still running.
+    assert finished.finished_ms is not None
     assert minor.finished_ms is not None
-    assert finished.finished_ms is None or minor.finished_ms < finished.finished_ms, (minor, finished)
+    assert minor.finished_ms < finished.finished_ms
+
+
+def _status(db: SystemDatabase, process_id: int) -> str | None:
+    record = db.process(process_id)
+    return None if record is None else record.status
 
 
 def test_maintenance_runs_from_the_service_on_its_interval(

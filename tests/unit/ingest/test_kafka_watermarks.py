@@ -1,0 +1,44 @@
+"""Offsets of a partition whose leader is not elected yet are retried, not a crash of the job.
+
+The ingest job reads its wake-up topic's offsets right after creating it; a broker answers
+NOT_LEADER_FOR_PARTITION until the leader is elected (seen once in CI, where it killed the job
+at start). The real broker cannot be made to answer that on demand, so a consumer double does.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("confluent_kafka", reason="the kafka extra: the retry classifies confluent_kafka's errors")
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from mixed_iceberg.logstore import LogStoreError
+from mixed_iceberg.logstore import kafka as kafka_module
+
+
+class _Consumer:
+    def __init__(self, failures: list[int]) -> None:
+        self.failures = failures
+        self.calls = 0
+
+    def get_watermark_offsets(self, partition: TopicPartition, timeout: float) -> tuple[int, int]:
+        self.calls += 1
+        if self.failures:
+            raise KafkaException(KafkaError(self.failures.pop(0)))
+        return 0, 42
+
+
+def test_a_partition_without_a_leader_yet_is_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kafka_module.time, "sleep", lambda _: None)
+    consumer = _Consumer([KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE])
+    assert kafka_module._watermark(consumer, TopicPartition("t", 0)) == (0, 42)  # type: ignore[arg-type]
+    assert consumer.calls == 3
+
+
+def test_an_error_retrying_cannot_mend_is_a_logstore_error_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kafka_module.time, "sleep", lambda _: None)
+    consumer = _Consumer([KafkaError.TOPIC_AUTHORIZATION_FAILED])
+    with pytest.raises(LogStoreError, match=r"offsets of t \[3\]"):
+        kafka_module._watermark(consumer, TopicPartition("t", 3))  # type: ignore[arg-type]
+    assert consumer.calls == 1
