@@ -15,7 +15,7 @@ task that has any is left to pyiceberg whole.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -43,10 +43,12 @@ __all__ = [
     "FileRows",
     "deleted_positions",
     "filesystem_for",
+    "positions_by_file",
     "read_data_files",
     "read_files",
     "read_positional",
     "read_unmasked",
+    "remember_positions",
 ]
 
 _FILE_PATH = "file_path"
@@ -88,29 +90,50 @@ def read_file_columns(io: FileIO, path: str, columns: Sequence[str]) -> pa.Table
 
 #: Positions per delete file (delete files are immutable): a position delete of a segment is
 #: read by every later scan and every later optimizing of it, so it is read once per process.
-_POSITIONS: LruCache[str, dict[str, npt.NDArray[np.int64]]] = LruCache(
+_POSITIONS: LruCache[str, Mapping[str, npt.NDArray[np.int64]]] = LruCache(
     256 << 20, sizeof=lambda by_target: sum(p.nbytes for p in by_target.values()) + 100 * len(by_target)
 )
 
 
-def deleted_positions(store: Table, delete_files: Iterable[DataFile]) -> dict[str, npt.NDArray[np.int64]]:
-    """Deleted row positions per data file path, from position delete files.
+def positions_by_file(store: Table, delete_files: Iterable[DataFile]) -> dict[str, Mapping[str, npt.NDArray[np.int64]]]:
+    """Per position-delete file (by path): the positions it deletes, per data file path.
 
-    Files whose ``file_path`` bounds name one data file (every file the optimizer writes) are
-    read for ``pos`` only, in one scan split by their record counts; others are read whole.
-    Each file's positions are cached by its path.
+    Files whose ``file_path`` bounds name one data file (a segment's own file) are read for
+    ``pos`` only, in one scan split by their record counts; others are read whole. Each
+    file's positions are cached by its path, read-only.
 
     Raises:
         CorruptTableError: delete files hold another number of rows than their manifests say.
     """
     files = list(delete_files)
-    per_file = {d.file_path: found for d in files if (found := _POSITIONS.get(d.file_path)) is not None}
-    missing = [d for d in files if d.file_path not in per_file]
+    per_file: dict[str, Mapping[str, npt.NDArray[np.int64]]] = {
+        d.file_path: found for d in files if (found := _POSITIONS.get(d.file_path)) is not None
+    }
+    missing = list({d.file_path: d for d in files if d.file_path not in per_file}.values())
     if missing:
         read = _read_positions(store, missing)
         for d in missing:
             _POSITIONS.put(d.file_path, read[d.file_path])
         per_file.update(read)
+    return per_file
+
+
+def remember_positions(delete_path: str, by_target: Mapping[str, npt.NDArray[np.int64]]) -> None:
+    """Cache what a position-delete file just written holds, so that its writer's next plan and
+    reads do not open it again."""
+    frozen = {}
+    for target, positions in by_target.items():
+        positions = np.asarray(positions, dtype=np.int64)
+        positions.setflags(write=False)
+        frozen[target] = positions
+    _POSITIONS.put(delete_path, frozen)
+
+
+def deleted_positions(store: Table, delete_files: Iterable[DataFile]) -> dict[str, npt.NDArray[np.int64]]:
+    """Deleted row positions per data file path, from position delete files (see
+    :func:`positions_by_file`)."""
+    files = list(delete_files)
+    per_file = positions_by_file(store, files)
     pieces: dict[str, list[npt.NDArray[np.int64]]] = defaultdict(list)
     for d in files:
         for target, positions in per_file[d.file_path].items():

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +36,7 @@ _KEEP = "__keep"
 BASE_OFFSET = 0xFFFFFFFF
 
 Column: TypeAlias = pa.Array | pa.ChunkedArray
+_T = TypeVar("_T", bound=np.generic)
 
 
 def pack_lsn(transaction_ids: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -106,13 +107,46 @@ class KeyIndex:
         """The code of each row's key, or -1 where the indexed rows do not hold it."""
         codes = np.empty(0, np.int64)
         for position, (column, dictionary) in enumerate(zip(columns, self._dictionaries, strict=True)):
-            found = _indices(pc.index_in(_plain(column), value_set=dictionary))
+            found = _index_in(_plain(column), dictionary)
             if position == 0:
                 codes = found
                 continue
             combined = np.where((codes < 0) | (found < 0), -1, codes * len(dictionary) + found)
             codes = _indices(pc.index_in(pa.array(combined), value_set=self._tuples[position - 1]))
         return codes
+
+
+#: Multiplier of the prefilter's hash (2^64 / golden ratio, odd): spreads sequential keys.
+_SPREAD = np.uint64(0x9E3779B97F4A7C15)
+#: Probe rows per indexed value from which the prefilter pays (below it, one hash lookup each).
+_PREFILTER_FROM = 16
+
+
+def _index_in(values: pa.Array, dictionary: pa.Array) -> npt.NDArray[np.int64]:
+    """The index of each value in ``dictionary``, or -1: ``pc.index_in``, with a bitmap prefilter
+    when many integer values are probed against few (a BaseStore's keys against a change tail's).
+
+    The bitmap (about 32 entries per dictionary value, at most 2^24) marks the multiplicative hash
+    of every dictionary value; only values whose hash is marked are looked up, about 3 % more
+    than the hits. A gather per value instead of a hash-table probe: about 3x faster at 1.8M
+    against 15k (32 entries: the fewest false hits for a table that still stays in cache)."""
+    if (
+        len(values) < _PREFILTER_FROM * max(1, len(dictionary))
+        or values.null_count
+        or not pa.types.is_integer(values.type)
+        or values.type != dictionary.type
+    ):
+        return _indices(pc.index_in(values, value_set=dictionary))
+    bits = int(min(24, max(10, np.ceil(np.log2(32 * max(1, len(dictionary)))))))
+    shift = np.uint64(64 - bits)
+    marked = np.zeros(1 << bits, dtype=bool)
+    wanted = dictionary.to_numpy(zero_copy_only=False).astype(np.int64, copy=False).view(np.uint64)
+    marked[(wanted * _SPREAD) >> shift] = True
+    probed = values.to_numpy().astype(np.int64, copy=False)
+    candidates = np.flatnonzero(marked[(probed.view(np.uint64) * _SPREAD) >> shift])
+    found = np.full(len(values), -1, dtype=np.int64)
+    found[candidates] = _indices(pc.index_in(pa.array(probed[candidates], type=values.type), value_set=dictionary))
+    return found
 
 
 def key_codes(columns: Sequence[Column]) -> tuple[npt.NDArray[np.int64], int]:
@@ -138,19 +172,31 @@ def latest_rows(
 
 @dataclass(frozen=True, slots=True)
 class KeyedRows:
-    """Rows taking part in a merge: their key columns, LSNs and whether each is a data row."""
+    """Rows taking part in a merge: their key columns, LSNs and whether each is a data row.
+
+    ``live`` (settled rows only; None: all) marks the rows that exist: the others (rows a
+    position delete removed) never survive and never hide another row. Passing it spares the
+    caller taking the live rows' keys out of a large BaseStore read first."""
 
     keys: Sequence[Column]
     lsn: npt.NDArray[np.int64]
     is_data: npt.NDArray[np.bool_]
+    live: npt.NDArray[np.bool_] | None = None
 
     def __post_init__(self) -> None:
         if len(self.lsn) != len(self.is_data) or any(len(k) != len(self.lsn) for k in self.keys):
             raise ValueError(f"expected key columns, LSNs and data flags of one length, found {len(self.lsn)} LSNs")
+        if self.live is not None and len(self.live) != len(self.lsn):
+            raise ValueError(f"expected a live mask of {len(self.lsn)} rows, found {len(self.live)}")
 
     @classmethod
-    def of(cls, keys: Sequence[Column], lsn: npt.NDArray[np.int64], is_data: bool) -> KeyedRows:
-        return cls(keys, lsn, np.full(len(lsn), is_data, dtype=bool))
+    def of(
+        cls, keys: Sequence[Column], lsn: npt.NDArray[np.int64], is_data: bool, live: npt.NDArray[np.bool_] | None = None
+    ) -> KeyedRows:
+        return cls(keys, lsn, np.full(len(lsn), is_data, dtype=bool), live)
+
+    def alive(self) -> npt.NDArray[np.bool_]:
+        return np.ones(len(self.lsn), dtype=bool) if self.live is None else self.live
 
     def __len__(self) -> int:
         return len(self.lsn)
@@ -164,46 +210,70 @@ def _concat(parts: Sequence[Column], like: pa.DataType) -> pa.ChunkedArray:
     return pa.chunked_array(chunks, type=like)
 
 
+#: Live settled rows are taken out and probed alone when at most one row in this many is live.
+_SPARSE = 4
+
+
 def latest_by_key(
     settled: Sequence[KeyedRows], tail: Sequence[KeyedRows]
 ) -> tuple[list[npt.NDArray[np.bool_]], list[npt.NDArray[np.bool_]]]:
     """Which rows survive: per input, a mask.
 
-    A ``tail`` row survives when it is a data row and the latest of its key. A ``settled`` row
-    survives when its key does not occur in the tail, or when it is the latest of its key.
+    A ``tail`` row survives when it is a data row and the latest of its key. A live ``settled``
+    row survives when its key does not occur in the tail, or when it is the latest of its key.
     Ties between equal rows go to the later input: settled before tail, in the order given.
     """
     n_tail = sum(len(t) for t in tail)
     if n_tail == 0:
-        return [np.ones(len(s), dtype=bool) for s in settled], [np.zeros(0, dtype=bool) for _ in tail]
+        return [s.alive().copy() for s in settled], [np.zeros(0, dtype=bool) for _ in tail]
     width = len(tail[0].keys)
     like = [next(part.keys[i] for part in tail if len(part)).type for i in range(width)]
     index = KeyIndex([_concat([part.keys[i] for part in tail if len(part)], like[i]) for i in range(width)])
     tail_groups = index.groups
     tail_codes = index.codes
-    if settled and sum(len(s) for s in settled):
-        settled_codes = index.lookup([_concat([part.keys[i] for part in settled if len(part)], like[i]) for i in range(width)])
-    else:
-        settled_codes = np.empty(0, np.int64)
-    in_tail = settled_codes >= 0
-    # Candidates in tie order: settled rows of tail keys, then the tail.
-    settled_lsn = np.concatenate([s.lsn for s in settled]) if settled else np.empty(0, np.int64)
-    settled_data = np.concatenate([s.is_data for s in settled]) if settled else np.empty(0, bool)
+    settled_live = np.concatenate([s.alive() for s in settled]) if settled else np.empty(0, bool)
+    settled_codes = np.empty(0, dtype=np.int64)
+    if len(settled_live):
+        keys = [_concat([part.keys[i] for part in settled if len(part)], like[i]) for i in range(width)]
+        if int(np.count_nonzero(settled_live)) * _SPARSE < len(settled_live):
+            # Few live rows (a filtered read marks the rows it wants): probe those only.
+            live_rows = np.flatnonzero(settled_live)
+            settled_codes = np.full(len(settled_live), -1, dtype=np.int64)
+            settled_codes[live_rows] = index.lookup([column.take(pa.array(live_rows)) for column in keys])
+        else:
+            settled_codes = index.lookup(keys)
+    in_tail = (settled_codes >= 0) & settled_live
+    # Candidates in tie order: live settled rows of tail keys, then the tail.
     picked = np.flatnonzero(in_tail)
+    settled_lsn = _gather([s.lsn for s in settled], picked, np.int64)
+    settled_data = _gather([s.is_data for s in settled], picked, np.bool_)
     tail_lsn = np.concatenate([t.lsn for t in tail])
     tail_data = np.concatenate([t.is_data for t in tail])
     winner = latest_rows(
         np.concatenate([settled_codes[picked], tail_codes]),
         tail_groups,
-        np.concatenate([settled_lsn[picked], tail_lsn]),
-        np.concatenate([settled_data[picked], tail_data]),
+        np.concatenate([settled_lsn, tail_lsn]),
+        np.concatenate([settled_data, tail_data]),
     )
     won = np.zeros(len(picked) + n_tail, dtype=bool)
     won[winner] = True
-    settled_keep = ~in_tail
-    settled_keep[picked] = won[: len(picked)] & settled_data[picked]
+    settled_keep = settled_live & ~in_tail
+    settled_keep[picked] = won[: len(picked)] & settled_data
     tail_keep = won[len(picked) :] & tail_data
     return _split(settled_keep, [len(s) for s in settled]), _split(tail_keep, [len(t) for t in tail])
+
+
+def _gather(parts: Sequence[npt.NDArray[_T]], picked: npt.NDArray[np.int64], dtype: type[_T]) -> npt.NDArray[_T]:
+    """``np.concatenate(parts)[picked]`` for sorted ``picked``, without concatenating the parts
+    (the BaseStore's part has a row per base row; ``picked`` holds the few of the tail's keys)."""
+    if not parts:
+        return np.empty(0, dtype=dtype)
+    ends = np.cumsum([len(part) for part in parts])
+    cuts = np.searchsorted(picked, ends)
+    starts = np.concatenate([[0], ends[:-1]])
+    chunks = [part[picked[lo:hi] - start] for part, start, lo, hi in zip(parts, starts, [0, *cuts[:-1]], cuts, strict=True)]
+    gathered: npt.NDArray[_T] = np.concatenate(chunks)
+    return gathered
 
 
 def _split(mask: npt.NDArray[np.bool_], sizes: Sequence[int]) -> list[npt.NDArray[np.bool_]]:

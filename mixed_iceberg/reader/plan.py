@@ -7,9 +7,10 @@ change file comes from its name, or is its data sequence number when the name sa
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 
 from mixed_iceberg.format import parse_change
@@ -61,16 +62,21 @@ def plan_change_files(
     *,
     from_sequence: int | None = None,
     to_sequence: int | None = None,
+    admit: Callable[[DataFile], bool] | None = None,
 ) -> list[ChangeFileRef]:
     """Change files visible to a read, ordered by (transaction id, path).
 
     ``from_sequence`` (exclusive) overrides the optimized sequence; ``to_sequence`` is inclusive.
+    ``admit`` (e.g. a filter's metrics test) is asked only about files the sequences keep: in a
+    long history most files are merged already, and a metrics test costs about 0.2 ms a file.
     """
     refs = []
     for live in files:
         path = partition_path(store, live.data_file)
         floor = from_sequence if from_sequence is not None else optimized_sequence.get(path, -1)
         if live.sequence_number <= floor or (to_sequence is not None and live.sequence_number > to_sequence):
+            continue
+        if admit is not None and not admit(live.data_file):
             continue
         meta = parse_change(live.data_file.file_path, live.sequence_number)
         refs.append(

@@ -26,7 +26,15 @@ from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, keep_rows, pack_lsn
 from mixed_iceberg.reader.plan import ChangeFileRef
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
 
-__all__ = ["base_lsn", "filesystem_for", "is_maskable", "read_base_rows", "read_base_unmasked", "read_change_rows"]
+__all__ = [
+    "base_lsn",
+    "filesystem_for",
+    "is_maskable",
+    "read_base_keyed",
+    "read_base_rows",
+    "read_base_unmasked",
+    "read_change_rows",
+]
 
 
 def read_change_rows(
@@ -82,9 +90,21 @@ def read_base_unmasked(
     """Rows of ``tasks`` tagged with LSN, rows that position deletes or ``row_filter`` drop
     included, with the mask of the rows to keep (``None``: all), so that a merge can drop all
     of them in one pass. Needs :func:`is_maskable` tasks."""
+    rows, keep, lsn = read_base_keyed(base, tasks, transaction_ids, projected, row_filter)
+    return rows.append_column(LSN, pa.array(lsn)), keep
+
+
+def read_base_keyed(
+    base: Table,
+    tasks: Sequence[FileScanTask],
+    transaction_ids: Sequence[int],
+    projected: Schema,
+    row_filter: BooleanExpression,
+) -> tuple[pa.Table, npt.NDArray[np.bool_] | None, npt.NDArray[np.int64]]:
+    """:func:`read_base_unmasked` with the LSNs as an array beside the rows rather than a column
+    of them: a merge looks at the LSNs of the few rows whose key the tail holds."""
     read = read_files(base, tasks, projected, row_filter)
-    rows = read.rows.append_column(LSN, pa.array(base_lsn(transaction_ids)[read.task]))
-    return rows, read.keep
+    return read.rows, read.keep, base_lsn(transaction_ids)[read.task]
 
 
 def read_base_rows(

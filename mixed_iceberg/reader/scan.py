@@ -8,7 +8,7 @@ See DESIGN.md, "Read".
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -20,11 +20,12 @@ import pyarrow.dataset as ds
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import bind, extract_field_ids
 from pyiceberg.io.pyarrow import expression_to_pyarrow
-from pyiceberg.manifest import DataFileContent
+from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
 from pyiceberg.table.snapshots import Snapshot
 
+from mixed_iceberg._pyiceberg.scan import ScanEvaluators
 from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
 from mixed_iceberg.exceptions import InvalidScanError, NoSuchSnapshotError, SnapshotExpiredError
 from mixed_iceberg.format import parse_base
@@ -36,7 +37,7 @@ from mixed_iceberg.reader.merge import LSN, KeyedRows, keep_rows, latest_by_key
 from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.merge_task import MergeTask
 from mixed_iceberg.reader.plan import ChangeFileRef, PartitionIndex, plan_change_files
-from mixed_iceberg.reader.read import base_lsn, is_maskable, read_base_rows, read_base_unmasked, read_change_rows
+from mixed_iceberg.reader.read import base_lsn, is_maskable, read_base_keyed, read_base_rows, read_change_rows
 from mixed_iceberg.store.equality_deletes import scan_with_equality_deletes
 from mixed_iceberg.store.manifests.live_files import live_files
 from mixed_iceberg.store.manifests.scan_tasks import plan_scan_tasks
@@ -400,25 +401,20 @@ class MixedScan:
         )
         deletes = read_change_rows(change.io, schema, [r for r in refs if r.is_delete], keys, self.filter.keys)
         if is_maskable(tasks):
-            data, keep = read_base_unmasked(base, tasks, transaction_ids, projected, self.filter.full)
+            data, keep, lsn = read_base_keyed(base, tasks, transaction_ids, projected, self.filter.full)
         else:
             data, keep = read_base_rows(base, tasks, transaction_ids, projected, self.filter.full), None
-        alive = np.flatnonzero(keep) if keep is not None else None
-        settled_keys = [data.column(k) if alive is None else data.column(k).take(alive) for k in keys]
-        settled_lsn = data.column(LSN).to_numpy() if alive is None else data.column(LSN).to_numpy()[alive]
+            lsn = data.column(LSN).to_numpy()
+        settled = KeyedRows.of([data.column(k) for k in keys], lsn, True, live=keep)
         conflicts = self._conflicting_base(refs, keys, group)
         settled_keep, (insert_keep, _) = latest_by_key(
-            [*conflicts, KeyedRows.of(settled_keys, settled_lsn, True)],
+            [*conflicts, settled],
             [
                 KeyedRows.of([inserts.column(k) for k in keys], inserts.column(LSN).to_numpy(), True),
                 KeyedRows.of([deletes.column(k) for k in keys], deletes.column(LSN).to_numpy(), False),
             ],
         )
         base_keep = settled_keep[-1]
-        if alive is not None:
-            expanded = np.zeros(data.num_rows, dtype=bool)
-            expanded[alive] = base_keep
-            base_keep = expanded
         insert_keep &= self._matches(inserts, schema)
         merged = [keep_rows(data.select(needed), base_keep), keep_rows(inserts.select(needed), insert_keep)]
         return pa.concat_tables(merged, promote_options="permissive").select(output)
@@ -514,6 +510,14 @@ class MixedScan:
         lsn = np.repeat(base_lsn([parse_base(t.file.file_path).transaction_id for t in candidates]), counts)
         return [KeyedRows.of([rows.column(k) for k in keys], lsn, True)]
 
+    def _admits_change_file(self) -> Callable[[DataFile], bool] | None:
+        """Whether a change file's partition and key metrics may match the key predicates."""
+        change = self.table.change_store
+        if change is None or isinstance(self.filter.keys, AlwaysTrue):
+            return None
+        evaluators = ScanEvaluators(change.metadata, change.io, self.filter.keys, case_sensitive=self.case_sensitive)
+        return lambda data_file: evaluators.partition(data_file.spec_id)(data_file) and evaluators.metrics(data_file)
+
     def _change_refs(self, group: FileGroup | None = None) -> list[ChangeFileRef]:
         """ChangeStore files above their partition's optimized sequence that the key predicates admit.
 
@@ -525,8 +529,9 @@ class MixedScan:
         if self._refs is None:
             self._refs = plan_change_files(
                 change,
-                live_files(change, self.change_snapshot, self.filter.keys, case_sensitive=self.case_sensitive),
+                live_files(change, self.change_snapshot),
                 self._partitions,
                 read_optimized_sequence(self.table.base_store, self.base_snapshot),
+                admit=self._admits_change_file(),
             )
         return self._refs if group is None else [r for r in self._refs if r.path in group.change_paths]

@@ -7,7 +7,9 @@ The rules (spec, "Scan Planning"), by the *data* sequence numbers of the files:
 
 * a **position** delete file applies to a data file of the same partition (spec id and values)
   whose sequence number is lower or equal; when it references one data file
-  (``referenced_data_file``, or equal ``file_path`` bounds) it applies to that file only;
+  (``referenced_data_file``, or equal ``file_path`` bounds) it applies to that file only, and
+  when its ``file_path`` bounds are a range, to the data files whose path lies in it (Java's
+  ``DeleteFileIndex`` prunes by them too);
 * an **equality** delete file applies to a data file whose sequence number is strictly lower, of
   the same partition, or of every partition when the delete file's spec is unpartitioned (a
   global delete).
@@ -24,12 +26,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from pyiceberg.manifest import DataFileContent
+from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.typedef import Record
 
 from mixed_iceberg.store.manifests.live_files import LiveFile
-from mixed_iceberg.store.write.position_deletes import referenced_data_file
+from mixed_iceberg.store.write.position_deletes import FILE_PATH_FIELD_ID, referenced_data_file
 
 __all__ = ["DeleteIndex", "EqualityDeletes"]
 
@@ -65,6 +67,13 @@ class _BySequence:
 
 
 _EMPTY = _BySequence([])
+
+
+def _may_target(delete: DataFile, path: bytes) -> bool:
+    """Whether ``path`` lies within the delete file's ``file_path`` bounds (true without bounds)."""
+    lower = (delete.lower_bounds or {}).get(FILE_PATH_FIELD_ID)
+    upper = (delete.upper_bounds or {}).get(FILE_PATH_FIELD_ID)
+    return (lower is None or lower <= path) and (upper is None or path <= upper)
 
 
 class DeleteIndex:
@@ -122,10 +131,11 @@ class DeleteIndex:
         f = data.data_file
         targeted = self._position_targeted.get(f.file_path, _EMPTY)
         scoped = self._position_scoped.get((f.spec_id, f.partition), _EMPTY)
-        return (
-            targeted.files[targeted.at_or_after(data.sequence_number) :]
-            + scoped.files[scoped.at_or_after(data.sequence_number) :]
-        )
+        later = scoped.files[scoped.at_or_after(data.sequence_number) :]
+        if later:
+            path = f.file_path.encode()
+            later = tuple(d for d in later if _may_target(d.data_file, path))
+        return targeted.files[targeted.at_or_after(data.sequence_number) :] + later
 
     def equality_deletes(self, data: LiveFile) -> EqualityDeletes:
         """The equality delete files that apply to ``data`` (its partition's, then the global ones)."""

@@ -52,8 +52,11 @@ class RowGroup:
 def partition_path(store: Table, data_file: DataFile) -> str:
     """The partition path of a live file (``""`` when unpartitioned), the key of per-partition maps,
     as Iceberg Java spells it (:mod:`mixed_iceberg.store.write.partition_paths`)."""
-    spec = store.specs()[data_file.spec_id]
-    return "" if spec.is_unpartitioned() else partition_to_path(spec, data_file.partition, store.schema())
+    # Called per live file by planning and collecting: no dict of specs built per call (specs()).
+    spec = next((s for s in store.metadata.partition_specs if s.spec_id == data_file.spec_id), None)
+    if spec is None:
+        raise KeyError(f"{data_file.file_path}: partition spec {data_file.spec_id} is not one of the table's")
+    return "" if not spec.fields else partition_to_path(spec, data_file.partition, store.schema())
 
 
 def _internal(value: Any, result_type: IcebergType) -> Any:

@@ -17,14 +17,15 @@ from pyiceberg.table import Table
 from mixed_iceberg.store.write.data_file import data_location, write_data_file
 from mixed_iceberg.store.write.layout import RowGroup
 
-__all__ = ["write_groups"]
+__all__ = ["write_groups", "writer_pool"]
 
 _WRITERS = 4
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
-def _writer_pool() -> ThreadPoolExecutor:
+def writer_pool() -> ThreadPoolExecutor:
+    """The process's writer threads (four), shared by every writer of many files."""
     global _pool
     with _pool_lock:
         if _pool is None:
@@ -51,4 +52,4 @@ def write_groups(
 
     if len(jobs) <= 1:
         return [write(job) for job in jobs]
-    return list(_writer_pool().map(write, jobs))
+    return list(writer_pool().map(write, jobs))

@@ -11,20 +11,17 @@ Example:
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.io import FileIO
-from pyiceberg.io.fileformat import FileFormatFactory
-from pyiceberg.io.pyarrow import schema_to_pyarrow
-from pyiceberg.manifest import (
-    DataFile,
-    DataFileContent,
-    FileFormat,
-)
+from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.table import TableProperties
 from pyiceberg.typedef import Properties, Record
 from pyiceberg.types import LongType, NestedField, StringType
+
+from mixed_iceberg.store.write.data_file import write_data_file
 
 __all__ = ["FILE_PATH_FIELD_ID", "POSITION_DELETE_SCHEMA", "POS_FIELD_ID", "referenced_data_file", "write_position_deletes"]
 
@@ -56,6 +53,23 @@ POSITION_DELETE_SCHEMA = Schema(
 _FULL_METRICS = {f"{TableProperties.METRICS_MODE_COLUMN_CONF_PREFIX}.{name}": "full" for name in ("file_path", "pos")}
 
 
+def _sorted_unique(paths: pa.Array | pa.ChunkedArray, positions: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
+    """The distinct ``(path, position)`` pairs sorted by path, then position. A delete file names
+    a few data files: their paths are sorted once as a dictionary and the rows by (rank, pos) as
+    integers (a group-by and sort on the string column took three times as long)."""
+    encoded = (paths.combine_chunks() if isinstance(paths, pa.ChunkedArray) else paths).dictionary_encode()
+    order = pc.sort_indices(encoded.dictionary).to_numpy()
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    codes = rank[encoded.indices.to_numpy(zero_copy_only=False)]
+    pos = (positions.combine_chunks() if isinstance(positions, pa.ChunkedArray) else positions).to_numpy()
+    at = np.lexsort((pos, codes))
+    codes, pos = codes[at], pos[at]
+    first = np.ones(len(at), dtype=bool)
+    first[1:] = (codes[1:] != codes[:-1]) | (pos[1:] != pos[:-1])
+    return encoded.dictionary.take(pa.array(order[codes[first]])), pa.array(pos[first])
+
+
 def write_position_deletes(
     io: FileIO,
     path: str,
@@ -81,28 +95,20 @@ def write_position_deletes(
         raise ValueError(f"{path}: expected as many positions as file paths, found {len(positions)} and {len(file_paths)}")
     if len(file_paths) == 0:
         raise ValueError(f"{path}: expected at least one deleted row, found none")
-    rows = pa.table({"file_path": pc.cast(file_paths, pa.string()), "pos": pc.cast(positions, pa.int64())})
-    if rows["file_path"].null_count or rows["pos"].null_count:
+    paths = pc.cast(file_paths, pa.string())
+    pos = pc.cast(positions, pa.int64())
+    if paths.null_count or pos.null_count:
         raise ValueError(f"{path}: expected no null file path or position, found some")
-    rows = rows.group_by(["file_path", "pos"]).aggregate([])
-    rows = rows.sort_by([("file_path", "ascending"), ("pos", "ascending")])
-    rows = rows.cast(schema_to_pyarrow(POSITION_DELETE_SCHEMA))
-    output = io.new_output(path)
-    writer = FileFormatFactory.get(FileFormat.PARQUET).create_writer(
-        output, POSITION_DELETE_SCHEMA, {**properties, **_FULL_METRICS}
-    )
-    with writer:
-        writer.write(rows)
-    data_file = DataFile.from_args(
-        content=DataFileContent.POSITION_DELETES,
-        file_path=path,
-        file_format=FileFormat.PARQUET,
+    rows = pa.Table.from_arrays(list(_sorted_unique(paths, pos)), names=["file_path", "pos"])  # typed by the writer
+    # The data-file writer: its statistics plan is built once per schema and properties (built
+    # per file, pyiceberg's writer spent half of a small delete file's time on it).
+    return write_data_file(
+        io,
+        path,
+        rows,
+        POSITION_DELETE_SCHEMA,
+        spec_id=spec_id,
         partition=partition,
-        file_size_in_bytes=len(output),
-        sort_order_id=None,
-        equality_ids=None,
-        key_metadata=None,
-        **writer.result().to_serialized_dict(),
+        properties={**properties, **_FULL_METRICS},
+        content=DataFileContent.POSITION_DELETES,
     )
-    data_file.spec_id = spec_id  # from_args drops spec_id: it is not a manifest column
-    return data_file

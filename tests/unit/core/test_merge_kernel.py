@@ -88,3 +88,60 @@ def test_empty_tail_keeps_everything() -> None:
     (base_keep,), (tail_keep,) = latest_by_key([settled], [_tail([], [], [])])
     assert base_keep.tolist() == [True, True]
     assert tail_keep.tolist() == []
+
+
+def test_a_dead_settled_row_neither_survives_nor_hides_the_tail() -> None:
+    """Rows a position delete removed come with live=False: a newer dead base row of a tail key
+    must not win over the tail, and a dead row outside the tail is not kept."""
+    live = np.array([False, True, False])
+    settled = KeyedRows.of([pa.array([1, 2, 3])], _base(5, 3), True, live=live)
+    (base_keep,), (tail_keep,) = latest_by_key([settled], [_tail([1], [(4, 1)], [True])])
+    assert base_keep.tolist() == [False, True, False]
+    assert tail_keep.tolist() == [True]
+    (base_keep,), _ = latest_by_key([settled], [_tail([], [], [])])
+    assert base_keep.tolist() == live.tolist()
+
+
+def test_a_large_integer_probe_finds_exactly_the_tail_keys() -> None:
+    """Many integer keys probed against few take the bitmap prefilter: its result must be the
+    hash lookup's, for sequential, random and negative keys of either width, hits and misses."""
+    rng = np.random.default_rng(7)
+    probes = {
+        "sequential": np.arange(-50_000, 150_000, dtype=np.int64),
+        "random": rng.integers(-(2**62), 2**62, 200_000, dtype=np.int64),
+    }
+    for name, probe in probes.items():
+        for arrow_type in (pa.int64(), pa.int32()):
+            values = probe.astype(np.int32) if arrow_type == pa.int32() else probe
+            tail_values = np.concatenate([rng.choice(values, 2_000), np.array([0, 1, -1], dtype=values.dtype)])
+            settled = KeyedRows.of([pa.array(values, type=arrow_type)], _base(1, len(values)), True)
+            tail = KeyedRows.of([pa.array(tail_values, type=arrow_type)], _lsn([(2, i) for i in range(len(tail_values))]), True)
+            (base_keep,), _ = latest_by_key([settled], [tail])
+            expected = ~np.isin(values, tail_values)
+            assert np.array_equal(base_keep, expected), f"{name} {arrow_type}"
+
+
+def test_few_live_settled_rows_are_probed_alone_with_the_same_answer() -> None:
+    """A filtered read marks the few rows it wants live: those alone are probed against the
+    tail (taken out first), with the answer of probing all of them."""
+    keys = np.arange(10_000, dtype=np.int64)
+    live = np.zeros(len(keys), dtype=bool)
+    live[[3, 500, 501, 9_999]] = True
+    tail = _tail([500, 9_999, 7], [(2, 1), (2, 2), (2, 3)], [True, False, True])
+    (sparse,), (sparse_tail,) = latest_by_key([KeyedRows.of([pa.array(keys)], _base(1, len(keys)), True, live=live)], [tail])
+    assert np.flatnonzero(sparse).tolist() == [3, 501]
+    assert sparse_tail.tolist() == [True, False, True]
+    dense_live = live | (np.arange(len(keys)) % 2 == 0)
+    (dense,), _ = latest_by_key([KeyedRows.of([pa.array(keys)], _base(1, len(keys)), True, live=dense_live)], [tail])
+    assert dense[[3, 501]].all()
+    assert not dense[[500, 9_999]].any()
+
+
+def test_picked_rows_are_gathered_across_parts_as_from_their_concatenation() -> None:
+    from mixed_iceberg.reader.merge import _gather
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        parts = [rng.integers(0, 100, rng.integers(0, 20)) for _ in range(rng.integers(1, 4))]
+        picked = np.flatnonzero(rng.random(sum(len(p) for p in parts)) < 0.3)
+        assert np.array_equal(_gather(parts, picked, np.int64), np.concatenate(parts)[picked])

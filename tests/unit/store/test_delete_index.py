@@ -19,12 +19,21 @@ SPECS = {0: PartitionSpec(spec_id=0), 1: PartitionSpec(PartitionField(3, 1000, I
 
 
 def live(
-    content: DataFileContent, name: str, seq: int, *, spec_id: int = 1, part: str | None = "a", target: str = ""
+    content: DataFileContent,
+    name: str,
+    seq: int,
+    *,
+    spec_id: int = 1,
+    part: str | None = "a",
+    target: str = "",
+    paths: tuple[str, str] | None = None,
 ) -> LiveFile:
-    bounds = {FILE_PATH_FIELD_ID: target.encode()} if target else None
+    lower, upper = paths or (target, target)
     f = DataFile.from_args(
         content=content, file_path=name, file_format=FileFormat.PARQUET, partition=Record(part) if part else Record(),
-        record_count=1, file_size_in_bytes=1, lower_bounds=bounds, upper_bounds=bounds,
+        record_count=1, file_size_in_bytes=1,
+        lower_bounds={FILE_PATH_FIELD_ID: lower.encode()} if lower else None,
+        upper_bounds={FILE_PATH_FIELD_ID: upper.encode()} if upper else None,
         equality_ids=[1] if content == DataFileContent.EQUALITY_DELETES else None,
     )  # fmt: skip
     f.spec_id = spec_id
@@ -89,3 +98,8 @@ def test_data_files_with_the_same_equality_deletes_share_one_key() -> None:
     # Files newer than every delete share the key of "nothing applies", whatever their partition.
     assert index.equality_deletes(data("b9", 9, part="b")).key == keys["a7"]
     assert not DeleteIndex.build(SPECS, []).has_equality_deletes
+
+
+def test_a_position_delete_with_a_range_of_file_paths_applies_to_the_data_files_inside_it() -> None:
+    index = DeleteIndex.build(SPECS, [live(DataFileContent.POSITION_DELETES, "pos-bd", 4, paths=("b", "d"))])
+    assert [name for name in "abcde" if names(index.position_deletes(data(name, 1)))] == ["b", "c", "d"]
