@@ -1,8 +1,12 @@
 """Gather a table's file metadata for the evaluator and planner (the I/O edge of planning).
 
-Reads manifests only (never data): live base data files with the delete files that apply to
-them (:class:`~mixed_iceberg.store.manifests.delete_index.DeleteIndex`), visible change files above each partition's optimized sequence, and
-the optimizing history kept in BaseStore snapshot summaries and statistics.
+Reads manifests, never data: live base data files with the delete files that apply to them
+(:class:`~mixed_iceberg.store.manifests.delete_index.DeleteIndex`), visible change files above
+each partition's optimized sequence, and the optimizing history kept in BaseStore snapshot
+summaries and statistics. The one exception: a position-delete file several data files share
+(the optimizer writes one per tree node) is read, through the process cache of deleted
+positions, for which data files it holds rows and how many; so a segment's delete count and
+its duplicate ratio are exact, not the shared file's total.
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ from pyiceberg.typedef import Record
 from mixed_iceberg.basestore.optimized_sequence import BASE_OPTIMIZED_TIME, read_optimized_sequence
 from mixed_iceberg.format import parse_base, parse_change
 from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, PartitionFiles
+from mixed_iceberg.reader.file_reads import positions_by_file
 from mixed_iceberg.store.manifests.delete_index import DeleteIndex
 from mixed_iceberg.store.manifests.live_files import LiveFile, live_files
 from mixed_iceberg.store.write.layout import partition_path
+from mixed_iceberg.store.write.position_deletes import referenced_data_file
 from mixed_iceberg.typedef import DataFileType
 
 if TYPE_CHECKING:
@@ -71,25 +77,38 @@ def _base_files(base: Table, files: list[LiveFile], collected: CollectedTable) -
     deletes = [f for f in files if f.data_file.content != DataFileContent.DATA]
     collected.delete_files.update((d.data_file.file_path, d) for d in deletes)
     index = DeleteIndex.build(base.metadata.specs(), deletes)
+    shared = [
+        d.data_file
+        for d in deletes
+        if d.data_file.content == DataFileContent.POSITION_DELETES and referenced_data_file(d.data_file) is None
+    ]
+    held = positions_by_file(base, shared) if shared else {}
     result: dict[str, list[BaseFile]] = defaultdict(list)
     for live in files:
         if live.data_file.content != DataFileContent.DATA:
             continue
         path = partition_path(base, live.data_file)
-        collected.data_files[live.data_file.file_path] = live
+        own = live.data_file.file_path
+        collected.data_files[own] = live
         collected.records.setdefault(path, (live.data_file.spec_id, live.data_file.partition))
-        pos = index.position_deletes(live)
+        pos: list[tuple[str, int]] = []
+        for d in index.position_deletes(live):
+            by_target = held.get(d.data_file.file_path)
+            if by_target is None:
+                pos.append((d.data_file.file_path, d.data_file.record_count))
+            elif own in by_target:
+                pos.append((d.data_file.file_path, len(by_target[own])))
         eq = index.equality_deletes(live).files
-        meta = parse_base(live.data_file.file_path)
+        meta = parse_base(own)
         result[path].append(
             BaseFile(
-                path=live.data_file.file_path,
+                path=own,
                 size=live.data_file.file_size_in_bytes,
                 records=live.data_file.record_count,
                 transaction_id=meta.transaction_id,
                 node=meta.node,
-                pos_delete_files=tuple(d.data_file.file_path for d in pos),
-                pos_delete_records=sum(d.data_file.record_count for d in pos),
+                pos_delete_files=tuple(p for p, _ in pos),
+                pos_delete_records=sum(n for _, n in pos),
                 eq_delete_files=tuple(d.data_file.file_path for d in eq),
             )
         )

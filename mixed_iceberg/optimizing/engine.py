@@ -165,8 +165,9 @@ class TableOptimizing:
         """The ``self-optimizing.*`` settings as of the last refresh."""
         return self.table.config.optimizing
 
-    def _state(self) -> tuple[CollectedTable, TableEvaluation]:
-        self._table = self._refresh()
+    def _state(self, *, refreshed: bool = False) -> tuple[CollectedTable, TableEvaluation]:
+        if not refreshed:
+            self._table = self._refresh()
         collected = collect(self.table, partition_filter(self.table))
         evaluation = evaluate_table(
             self.table.name,
@@ -199,7 +200,10 @@ class TableOptimizing:
         """:meth:`plan_run`, telling a table with nothing due (None) from one that
         ``min-plan-interval`` holds back: that one is :class:`Deferred` to when it may be planned."""
         requested = _as_type(type)
-        collected, evaluation = self._state()
+        self._table = self._refresh()
+        if requested is None and not self.config.enabled:
+            return None  # before collecting: a disabled table costs no manifest reads
+        collected, evaluation = self._state(refreshed=True)
         since = self._now_ms() - collected.last_optimized_ms
         if requested is None and first_attempt and since < self.config.min_plan_interval_ms:
             log.debug("%s: last optimized %d ms ago (< self-optimizing.min-plan-interval)", self.table.name, since)

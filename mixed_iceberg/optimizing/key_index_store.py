@@ -25,13 +25,14 @@ import hashlib
 import logging
 from collections.abc import Sequence
 
+import pyarrow as pa
 from pyiceberg.table import Table
 
 from mixed_iceberg.caching import LruCache
 from mixed_iceberg.optimizing.key_index import IndexedFile, SegmentIndex
 from mixed_iceberg.reader.file_reads import read_file_columns
 
-__all__ = ["CACHE", "INDEX_FOLDER", "PERSIST_MIN_ROWS", "index_cache", "index_location", "segment_index"]
+__all__ = ["CACHE", "INDEX_FOLDER", "PERSIST_MIN_ROWS", "index_cache", "index_location", "remember_index", "segment_index"]
 
 log = logging.getLogger(__name__)
 
@@ -100,11 +101,25 @@ def segment_index(
     found = cache.get(file)
     if found is not None and found.keys.column_names == list(keys):
         return found
-    persist = file.records >= PERSIST_MIN_ROWS
-    index = _read_index_file(store, file, keys) if persist else None
+    index = _read_index_file(store, file, keys) if file.records >= PERSIST_MIN_ROWS else None
     if index is None:
-        index = _build(store, file, keys)
-        if persist:
-            _write_index_file(store, index)
+        return _keep(store, _build(store, file, keys), cache)
     cache.put(file, index)
     return index
+
+
+def _keep(store: Table, index: SegmentIndex, cache: LruCache[IndexedFile, SegmentIndex]) -> SegmentIndex:
+    """Cache a freshly built index, and persist it when its file is large enough."""
+    if index.file.records >= PERSIST_MIN_ROWS:
+        _write_index_file(store, index)
+    cache.put(index.file, index)
+    return index
+
+
+def remember_index(
+    store: Table, file: IndexedFile, keys: pa.Table, *, cache: LruCache[IndexedFile, SegmentIndex] = CACHE
+) -> None:
+    """Index a data file the optimizer has just written from the key columns it wrote (in file
+    order), so that the next minor does not read them back; persisted as :func:`segment_index`
+    would."""
+    _keep(store, SegmentIndex.build(file, keys), cache)

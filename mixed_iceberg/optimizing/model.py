@@ -213,7 +213,7 @@ class RewriteTask:
     def __post_init__(self) -> None:
         if self.to_sequence < self.from_sequence:
             raise ValueError(f"task {self.partition!r}: sequence range ({self.from_sequence}, {self.to_sequence}] is empty")
-        if not (self.rewrite or self.change or self.drop_delete_files):
+        if not (self.rewrite or self.change or self.drop_delete_files or self.combine_deletes):
             raise ValueError(f"task {self.partition!r}: nothing to do")
 
     @property

@@ -79,6 +79,23 @@ def _worth_rewriting(files: list[BaseFile]) -> list[BaseFile]:
     return [f for group in by_node(files).values() for f in group if len(group) > 1 or f.pos_delete_files or f.eq_delete_files]
 
 
+def _sharing(seeds: list[BaseFile], files: list[BaseFile]) -> set[str]:
+    """Paths of ``seeds`` and of every file of ``files`` linked to one by a shared position-delete file."""
+    holders: dict[str, list[BaseFile]] = {}
+    for f in files:
+        for d in f.pos_delete_files:
+            holders.setdefault(d, []).append(f)
+    found = {f.path for f in seeds}
+    todo = list(seeds)
+    while todo:
+        for d in todo.pop().pos_delete_files:
+            for other in holders.get(d, ()):
+                if other.path not in found:
+                    found.add(other.path)
+                    todo.append(other)
+    return found
+
+
 def plan_partition(
     part: PartitionFiles, kind: OptimizingType, config: OptimizingConfig, *, keyed: bool, merged_up_to: int = 0
 ) -> RewriteTask | None:
@@ -94,15 +111,18 @@ def plan_partition(
         rewrite = [f for f in rewrite if f.transaction_id <= to_sequence]
     if not change:
         rewrite = _worth_rewriting(rewrite)
-    if not change and not rewrite:
-        return None
     chosen = {f.path for f in rewrite}
     # Any change row may retire a segment's row of its key (a newer insert replaces it too).
     has_change = bool(change)
     combine_at = combine_threshold(config)
-    segments = [f for f in part.base if f.path not in chosen and (has_change or len(f.pos_delete_files) >= combine_at)]
-    # A segment whose next position-delete file would reach the threshold is combined now.
-    combine = [f.path for f in segments if len(f.pos_delete_files) + (1 if has_change else 0) >= combine_at]
+    kept = [f for f in part.base if f.path not in chosen]
+    # A segment whose next position-delete file would reach the threshold is combined now,
+    # with every segment it shares a position-delete file with (a file goes only when all
+    # the live files it holds rows of are combined or rewritten).
+    combine = _sharing([f for f in kept if len(f.pos_delete_files) + (1 if has_change else 0) >= combine_at], kept)
+    if not change and not rewrite and not combine:
+        return None
+    segments = [f for f in kept if has_change or f.path in combine]
     everything = len(rewrite) == len(part.base)
     dangling = sorted({p for f in part.base for p in f.eq_delete_files}) if everything else []
     return RewriteTask(
@@ -110,7 +130,7 @@ def plan_partition(
         type=kind,
         rewrite=tuple(rewrite),
         segments=tuple(segments),
-        combine_deletes=tuple(combine),
+        combine_deletes=tuple(f.path for f in segments if f.path in combine),
         change=tuple(change),
         from_sequence=part.optimized_sequence,
         to_sequence=to_sequence,

@@ -13,14 +13,15 @@ the work, never what is committed.
 * **Packing.** The groups are packed, largest first, into tasks of at most the limit. A group
   above the limit is a task alone.
 
-A partition is not split when a delete file is shared: an equality delete, or a position
-delete attached to several data files. A task retires a delete file only when it rewrote
-every file the delete applies to, and a split would leave the shared delete to no one.
+A partition is not split when a delete file is shared across tasks: an equality delete, or
+a position delete attached to data files of two groups (the optimizer's own position-delete
+files are per tree node, so they stay within one group). A task retires a delete file only
+when it rewrote every file the delete applies to, and a split would leave the shared delete
+to no one.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 from mixed_iceberg.format import DataTreeNode, parse_change
@@ -46,8 +47,18 @@ def _change_node(f: ChangeFile) -> DataTreeNode:
 
 def _shares_deletes(task: RewriteTask) -> bool:
     files = (*task.rewrite, *task.segments)
-    attached = Counter(p for f in files for p in f.pos_delete_files)
-    return bool(task.drop_delete_files) or any(f.eq_delete_files for f in files) or any(n > 1 for n in attached.values())
+    return bool(task.drop_delete_files) or any(f.eq_delete_files for f in files)
+
+
+def _spans_groups(groups: list[_Group]) -> bool:
+    """Whether a position-delete file is attached to files of two groups."""
+    owner: dict[str, int] = {}
+    for number, group in enumerate(groups):
+        for f in (*group.rewrite, *group.segments):
+            for d in f.pos_delete_files:
+                if owner.setdefault(d, number) != number:
+                    return True
+    return False
 
 
 def _groups(task: RewriteTask, keyed: bool) -> list[_Group] | None:
@@ -67,8 +78,7 @@ def _groups(task: RewriteTask, keyed: bool) -> list[_Group] | None:
         by_node.setdefault(f.node.index & mask, _Group()).segments.append(f)
     for c in task.change:
         by_node.setdefault(_change_node(c).index & mask, _Group()).change.append(c)
-    # A group with neither rewrites nor change has nothing to do: no change row can touch its segments.
-    return [g for _, g in sorted(by_node.items()) if g.rewrite or g.change]
+    return [g for _, g in sorted(by_node.items())]
 
 
 def split_task(task: RewriteTask, max_bytes: int, *, keyed: bool) -> list[RewriteTask]:
@@ -76,7 +86,11 @@ def split_task(task: RewriteTask, max_bytes: int, *, keyed: bool) -> list[Rewrit
     if task.input_bytes <= max_bytes or _shares_deletes(task):
         return [task]
     groups = _groups(task, keyed)
-    if groups is None or len(groups) <= 1:
+    if groups is None or _spans_groups(groups):
+        return [task]
+    # A group with neither rewrites nor change has nothing to do: no change row can touch its segments.
+    groups = [g for g in groups if g.rewrite or g.change]
+    if len(groups) <= 1:
         return [task]
     bins: list[_Group] = []
     for group in sorted(groups, key=lambda g: -g.size):

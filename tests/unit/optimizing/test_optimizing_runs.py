@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.schema import Schema
@@ -16,6 +17,8 @@ from mixed_iceberg import MixedTable, TableFormat
 from mixed_iceberg._pyiceberg.row_delta import stage_rewrite
 from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
 from mixed_iceberg.exceptions import CommitConflictError
+from mixed_iceberg.format import parse_base
+from mixed_iceberg.optimizing.collect import collect
 from mixed_iceberg.optimizing.engine import TableOptimizing
 from mixed_iceberg.optimizing.model import OptimizingType
 from mixed_iceberg.store.commit import commit_files
@@ -302,3 +305,108 @@ def test_full_optimizing_retires_a_position_delete_a_key_move_left_in_a_partitio
     assert {f.data_file.content for f in live_files(base, base.current_snapshot())} == {DataFileContent.DATA}
     assert rows_of(table.scan().to_arrow()) == rows_of(base.scan().to_arrow()) == [(0, "a", 0, 0.0), (1, "a", 0, 0.0)]
     assert table.optimizing.plan("full") == []
+
+
+def _position_delete_targets(table: MixedTable) -> dict[str, Counter[str]]:
+    """Each live position-delete file of the BaseStore: how many rows it holds of each data file (read with pyarrow)."""
+    files = table.refresh().base_store.inspect.files()
+    found = {}
+    for path, content in zip(files.column("file_path").to_pylist(), files.column("content").to_pylist(), strict=True):
+        if content == DataFileContent.POSITION_DELETES.value:
+            found[path] = Counter(pq.read_table(path, columns=["file_path"]).column("file_path").to_pylist())
+    return found
+
+
+def test_a_minor_writes_one_position_delete_file_per_tree_node_and_segments_count_only_their_own_rows(
+    tmp_path: Path,
+) -> None:
+    table = _keyed(tmp_path, **{"self-optimizing.target-size": "1024"})  # every base file is a segment
+    _churn(table, 20)  # 20 inserts of new keys: 40 one-key fragments, 10 per node
+    table.optimizing.run("minor")
+    with table.new_transaction() as txn:  # update every new key: 40 segments hit
+        txn.write(changes([(a, 1000 + k, "c", 1, 1.0) for k in range(20) for a in ("-U", "+U")]))
+    before = rows_of(table.scan().to_arrow())
+    seen = set(_position_delete_targets(table))
+    table.optimizing.run("minor")
+    assert rows_of(table.scan().to_arrow()) == before
+    written = {p: targets for p, targets in _position_delete_targets(table).items() if p not in seen}
+    nodes = {p: {parse_base(t).node for t in targets} for p, targets in written.items()}
+    assert all(len(n) == 1 for n in nodes.values()), "a position-delete file holds rows of one tree node"
+    assert len(written) == len(set().union(*nodes.values())) == 4, "expected one file per tree node, not per segment"
+    assert sum(len(targets) for targets in written.values()) == 20
+    # Each segment is charged its own deleted rows only, not the shared files' totals.
+    held = _position_delete_targets(table)
+    for segment in collect(table).partitions[0].base:
+        assert segment.pos_delete_records == sum(held[p][segment.path] for p in segment.pos_delete_files)
+        assert all(held[p][segment.path] for p in segment.pos_delete_files)
+
+
+def _keys_by_data_file(table: MixedTable) -> dict[str, list[int]]:
+    files = table.refresh().base_store.inspect.files()
+    paths = [p for p, c in zip(files.column("file_path").to_pylist(), files.column("content").to_pylist(), strict=True) if c == 0]
+    return {p: pq.read_table(p, columns=["id"]).column("id").to_pylist() for p in paths}
+
+
+def _update(table: MixedTable, keys: list[int]) -> None:
+    with table.new_transaction() as txn:
+        txn.write(changes([(a, k, "u", k, 1.0) for k in keys for a in ("-U", "+U")]))
+
+
+def test_a_shared_position_delete_file_is_retired_when_its_last_live_data_file_is_rewritten(tmp_path: Path) -> None:
+    table = _keyed(tmp_path, **{"self-optimizing.target-size": "1024"})  # every base file is a segment
+    _churn(table, 20)
+    table.optimizing.run("minor")
+    table.optimizing.run("major")  # the loaded segments, a quarter deleted, are rewritten clean
+    keys = _keys_by_data_file(table)
+    big = max(keys, key=lambda p: len(keys[p]))
+    node = parse_base(big).node
+    small = next(p for p, ids in keys.items() if len(ids) == 1 and ids[0] >= 1000 and parse_base(p).node == node)
+    assert len(keys[big]) >= 11  # one deleted row stays under the 10 % duplicate ratio
+    _update(table, [keys[small][0], keys[big][0]])
+    before = rows_of(table.scan().to_arrow())
+    table.optimizing.run("minor")
+    (shared,) = [p for p, held in _position_delete_targets(table).items() if set(held) == {big, small}]
+    table.optimizing.run("major")  # rewrites the one-row file (all deleted), not the big one
+    live = _keys_by_data_file(table)
+    assert small not in live
+    assert big in live
+    assert shared in _position_delete_targets(table)
+    _update(table, keys[big][1:3])  # now the big segment is over the ratio too
+    table.optimizing.run("minor")
+    table.optimizing.run("major")
+    assert big not in _keys_by_data_file(table)
+    assert shared not in _position_delete_targets(table), "a file holding rows of rewritten files only must go"
+    after = rows_of(table.scan().to_arrow())
+    assert len(after) == len(before)
+
+
+def test_shared_position_delete_files_are_retired_once_no_live_file_needs_them(tmp_path: Path) -> None:
+    table = _keyed(tmp_path, **{"self-optimizing.target-size": "1024"})
+    _churn(table, 12)
+    for round_ in range(8):  # hot keys: combines, majors and position deletes of rewritten files
+        table.optimizing.run("minor")
+        for i in range(2):
+            with table.new_transaction() as txn:
+                keys = [1000 + (k + round_ + i) % 12 for k in range(0, 12, 2)]
+                txn.write(changes([(a, k, "h", round_, 1.0) for k in keys for a in ("-U", "+U")]))
+        before = rows_of(table.scan().to_arrow())
+        table.optimizing.run("major" if round_ % 3 == 2 else "minor")
+        assert rows_of(table.scan().to_arrow()) == before
+        live = set(table.base_store.inspect.files().column("file_path").to_pylist())
+        for path, targets in _position_delete_targets(table).items():
+            assert set(targets) & live, f"{path} holds rows of rewritten files only: it should have been retired"
+    table.optimizing.run("full")
+    assert set(_content(table)) == {0}
+
+
+def test_a_disabled_table_is_not_collected_by_automatic_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _keyed(tmp_path, **{"self-optimizing.enabled": "false"})
+    _churn(table, 3)
+
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("collected a disabled table")
+
+    monkeypatch.setattr("mixed_iceberg.optimizing.engine.collect", refuse)
+    assert not table.optimizing.run().committed  # every commit of a streaming writer asks; it costs nothing
+    monkeypatch.undo()
+    assert table.optimizing.run("minor").committed  # a requested type still runs

@@ -80,6 +80,15 @@ def test_a_root_file_a_shared_delete_or_an_equality_delete_forbids_a_split() -> 
     assert len(split_task(task(rewrite=equality, changes=changes), 1, keyed=True)) == 1
 
 
+def test_a_position_delete_shared_within_one_node_allows_a_split() -> None:
+    # The optimizer writes one position-delete file per node: files of one node share it.
+    segments = tuple(base(f"b{i}-{j}", n, pos=(f"pd-{i}",)) for i, n in enumerate(NODES) for j in range(2))
+    changes = tuple(change(n, 1 + i) for i, n in enumerate(NODES))
+    parts = split_task(task(segments=segments, changes=changes), 1, keyed=True)
+    assert len(parts) == 4
+    assert all(len({p for f in part.segments for p in f.pos_delete_files}) == 1 for part in parts)
+
+
 def test_unkeyed_tasks_pack_their_files() -> None:
     files = tuple(base(f"u{i}", DataTreeNode.root(), size=(i + 1) * MB) for i in range(6))
     parts = split_task(task(rewrite=files), 7 * MB, keyed=False)

@@ -213,6 +213,27 @@ def test_position_delete_files_are_appended_then_combined_at_merge_width() -> No
     assert task.combine_deletes == ("seg3",)
 
 
+def test_a_combined_segment_takes_along_every_segment_it_shares_a_position_delete_file_with() -> None:
+    cfg = config(**{"self-optimizing.target-size": str(MB)})
+
+    def seg(name: str, *files: str) -> BaseFile:
+        return BaseFile(name, 2 * MB, 1000, 1, DataTreeNode.root(), files, 10 * len(files))
+
+    # One file per tree node and run: "a" reaches the threshold, "b" shares n3 with it and
+    # "c" shares n1 with "b"; "d" shares nothing. Combining "a" alone would leave n3 behind
+    # (it holds rows of "b"), so "a" would carry it and be combined again on every run.
+    a, b, c, d = seg("a", "n1", "n2", "n3"), seg("b", "n1", "n3"), seg("c", "n1"), seg("d", "x1")
+    task = plan_partition(PartitionFiles("", (a, b, c, d), (change(2),), 1, 0), OptimizingType.MINOR, cfg, keyed=True)
+    assert task is not None
+    assert task.combine_deletes == ("a", "b", "c")
+    # Without change only the combined segments are touched.
+    four = seg("a", "n1", "n2", "n3", "n4")
+    task = plan_partition(PartitionFiles("", (four, b, c, d), (), 1, 0), OptimizingType.MAJOR, cfg, keyed=True)
+    assert task is not None
+    assert [f.path for f in task.segments] == ["a", "b", "c"]
+    assert task.combine_deletes == ("a", "b", "c")
+
+
 def test_output_files_are_cut_by_the_on_disk_size_of_their_input() -> None:
     """Cut by Arrow memory, merging two undersized files gave two files again, re-merged forever."""
     rows = pa.table({"id": pa.array(range(1000), pa.int64()), "s": pa.array(["x" * 40] * 1000)})
