@@ -138,6 +138,10 @@ def summarize(result: Mapping[str, Any]) -> dict[str, Any]:
         "broker_cpu_s": cpu["broker"],
         "cores_used": sum(cpu.values()) / result["wall_s"],
     }
+    events = result.get("events_per_table", 0) * result["tables"]
+    if events:  # issue 18: the optimizer job's CPU per change event beside the ingest job's
+        out["optimizer_cpu_us_per_event"] = cpu["optimizer"] / events * 1e6
+        out["ingest_cpu_us_per_event"] = cpu["ingest"] / events * 1e6
     if result["parallelism"]:
         polls, processes = result["polls"], result["processes"]
         backlog = backlog_series(processes)
@@ -175,6 +179,15 @@ def figures_and_notes(
             if ours.get(key) is not None:
                 baseline = None if key in _NO_BASELINE else off.get(key)
                 figures.append(Figure(f"{result['label']}: {name}", ours[key], unit, baseline=baseline))
+        if ours.get("ingest_cpu_us_per_event"):
+            figures.append(
+                Figure(
+                    f"{result['label']}: optimizer job CPU per change event, baseline the ingest job's",
+                    ours["optimizer_cpu_us_per_event"],
+                    "us",
+                    baseline=ours["ingest_cpu_us_per_event"],
+                )
+            )
         target_drain = 2 * result["refresh_s"]
         bounded = ours["peak_live_files"] <= ours["bound"]
         flat = ours["read_growth"] is not None and ours["read_growth"] <= FLAT_TOLERANCE

@@ -22,6 +22,7 @@ imports, as when the runner was a script.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -47,6 +48,7 @@ GOALS = {
     "read_vs_ducklake": 0.5,
     "read_flat_ratio": 1.25,
     "write_amplification": 5.0,
+    "read_vs_pyarrow": 1.5,
 }
 
 
@@ -166,6 +168,11 @@ def system_figures(result: dict[str, Any], manifest: dict[str, Any]) -> dict[str
         # Per-run kinds and CPU seconds (absent from results written before they were recorded).
         kinds = p.get("optimize_kinds") or [None] * len(p["optimize_s"])
         cpu = p.get("optimize_cpu_s") or [0.0] * len(p["optimize_s"])
+        rows = p.get("change_rows")
+
+        def per_row(seconds: float | None, rows: int | None = rows) -> float | None:
+            return seconds / rows * 1e6 if rows and seconds is not None else None
+
         out[name] = {
             "rows_per_s": p["upserts"] / commit if commit else None,
             "rows_per_s_with_optimize": p["upserts"] / (commit + sum(p["optimize_s"])) if commit else None,
@@ -176,6 +183,10 @@ def system_figures(result: dict[str, Any], manifest: dict[str, Any]) -> dict[str
             "minor_s": sum(s for s, k in zip(p["optimize_s"], kinds, strict=True) if k == "minor"),
             "minor_cpu_s": sum(s for s, k in zip(cpu, kinds, strict=True) if k == "minor"),
             "optimize_types": p["optimize_types"],
+            # CPU per change row: the commit, the optimizer after it, pyarrow alone writing + reading the batch.
+            "write_cpu_us_per_row": per_row(sum(p["commit_cpu_s"]) if "commit_cpu_s" in p else None),
+            "optimize_cpu_us_per_row": per_row(sum(cpu)),
+            "pyarrow_cpu_us_per_row": per_row(p.get("pyarrow_round_trip_cpu_s")),
             "read_s": {q: r["median_s"] for q, r in p["reads"].items()},
             "files": p["files"],
             "bytes": p["bytes"],
@@ -206,6 +217,10 @@ def _metrics() -> list[tuple[str, str, Any]]:
         ("small + stream: commit, p95", "ms", lambda f: f["small_commit_ms_p95"]),
     ]
     out += [(f"{p}: optimizer", "s", lambda f, p=p: f[p]["optimize_s"]) for p in ("big", "small", "stream")]
+    out += [
+        ("stream: write CPU per change row", "us", lambda f: f["stream"]["write_cpu_us_per_row"]),
+        ("stream: optimizer CPU per change row", "us", lambda f: f["stream"]["optimize_cpu_us_per_row"]),
+    ]
     out += [(f"after {p}: full read", "s", lambda f, p=p: f[p]["read_s"]["full"]) for p in PHASES]
     out += [
         ("after stream: key-range read", "s", lambda f: f["stream"]["read_s"]["key_range"]),
@@ -241,11 +256,27 @@ def peer_figures(res: dict[str, Any]) -> list[Figure]:
 
     ok = {label: r["figures"] for label, r in res.items() if r["status"] in ("ok", "partial")}
     reference = ok.pop(REFERENCE, None)
-    return [
+    figures = [
         Figure(f"{metric} ({label})", safe(get, figures), unit, safe(get, reference))
         for metric, unit, get in _metrics()
         for label, figures in ok.items()
     ]
+    # Issue 18: the optimizer's CPU per change row beside the same system's write, and beside
+    # pyarrow alone writing and reading the rows, measured in the same process.
+    for label, f in ok.items():
+        optimizer = safe(lambda f: f["stream"]["optimize_cpu_us_per_row"], f)
+        if not optimizer:
+            continue
+        for baseline, key in (("its write's", "write_cpu_us_per_row"), ("pyarrow write+read", "pyarrow_cpu_us_per_row")):
+            figures.append(
+                Figure(
+                    f"stream: optimizer CPU per change row, baseline {baseline} ({label})",
+                    optimizer,
+                    "us",
+                    safe(lambda f, key=key: f["stream"][key], f),
+                )
+            )
+    return figures
 
 
 def peer_notes(report: dict[str, Any]) -> list[str]:
@@ -269,7 +300,8 @@ def peer_notes(report: dict[str, Any]) -> list[str]:
             notes.append(f"{label}: {r['status']} {r.get('detail', '')}".rstrip())
     for goal in report["goals"]:
         met = "yes" if goal["met"] else ("NO" if goal["met"] is False else "-")
-        notes.append(f"goal (issue 5) {goal['goal']}: {goal['figure']} {met}")
+        issue = "" if goal["goal"].startswith("(issue") else "(issue 5) "
+        notes.append(f"goal {issue}{goal['goal']}: {goal['figure']} {met}")
     return notes
 
 
@@ -312,6 +344,14 @@ def goals(res: dict[str, Any]) -> list[dict[str, Any]]:
     )
     amp = mixed["write_amplification"]
     add("write amplification <= 5x", amp, amp <= GOALS["write_amplification"], "{:.1f}x")
+    stream = mixed["stream"]
+    if stream.get("write_cpu_us_per_row"):
+        ratio = stream["optimize_cpu_us_per_row"] / stream["write_cpu_us_per_row"]
+        add("(issue 18) optimizer CPU per change row <= the write's", ratio, ratio <= 1.0, "{:.2f}x")
+    reference = fig(REFERENCE)
+    if reference is not None:
+        ratio = stream["read_s"]["full"] / reference["stream"]["read_s"]["full"]
+        add("(issue 18) merged read after the stream <= 1.5x pyarrow's", ratio, ratio <= GOALS["read_vs_pyarrow"], "{:.2f}x")
     return out
 
 
@@ -349,6 +389,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="100k rows, 3 x 10k, 10 x 1k, 40 x 1k upserts")
     parser.add_argument("--only", action="append", default=None, help="run only these labels (repeatable, substring match)")
+    parser.add_argument(
+        "--rows",
+        type=int,
+        default=None,
+        help="rows of the bulk load, the phases unchanged (10000000: do costs grow with the table?)",
+    )
     parser.add_argument("--read-repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=20240601)
     parser.add_argument(
@@ -358,6 +404,8 @@ def main() -> int:
     parser.add_argument("--output", type=Path, help="the run's JSON (default bench/results/peers-<date>-<commit>.json)")
     args = parser.parse_args()
     shape = Shape.quick() if args.quick else Shape.full()
+    if args.rows:
+        shape = dataclasses.replace(shape, rows=args.rows)
     scratch = Path(tempfile.mkdtemp(prefix="mixed-iceberg-peers-"))
     environment = capture_environment()
     try:

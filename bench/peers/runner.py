@@ -5,7 +5,8 @@
 Executed by ``orchestrate.py`` as a subprocess with the system's own interpreter, the repository
 on ``PYTHONPATH`` (this module needs only the standard library, numpy and pyarrow, and the
 system's own library). It times every
-commit (and the system's own compaction after it, when the option asks for one), records files
+commit, wall and CPU (and the system's own compaction after it, when the option asks for one),
+times pyarrow alone writing and reading each batch (in memory: the floor to move the rows), records files
 and bytes on disk after every streaming commit, and after each phase runs the three reads
 (``--read-repeats`` times each; the first result is checksummed). It does not judge the answers:
 the orchestrator compares the checksums with the oracle's. Progress goes to stderr.
@@ -22,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.harness import Clock
@@ -45,6 +47,15 @@ def io_written() -> int:
     """Bytes this process asked the kernel to write (``wchar``): data, metadata, catalogs, journals."""
     with open("/proc/self/io") as fh:
         return int(next(line for line in fh if line.startswith("wchar:")).split()[1])
+
+
+def pyarrow_round_trip(batch: pa.Table) -> float:
+    """CPU seconds pyarrow alone takes to write ``batch`` as zstd Parquet (in memory) and read it back."""
+    clock = Clock.start()
+    sink = pa.BufferOutputStream()
+    pq.write_table(batch, sink, compression="zstd")
+    pq.read_table(pa.BufferReader(sink.getvalue()))
+    return clock.elapsed().cpu_s
 
 
 def timed_read(system: System, repeats: int, **bounds: Any) -> tuple[list[float], dict[str, int]]:
@@ -74,6 +85,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for phase in manifest["phases"]:
         name = phase["name"]
         commit_s: list[float] = []
+        commit_cpu_s: list[float] = []  # process time of the commit call, all threads
+        pyarrow_cpu_s = 0.0  # pyarrow alone writing and reading each batch (the floor to move the rows)
+        change_rows = 0
         optimize_s: list[float] = []
         optimize_cpu_s: list[float] = []  # process time, all threads: moves less with other load
         optimize_kinds: list[str | None] = []
@@ -84,8 +98,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             batch = pq.read_table(path)  # not timed: the input arrives in memory
             clock = Clock.start()
             system.load(batch) if name == "load" else system.commit(batch)
-            commit_s.append(clock.elapsed().wall_s)
+            took = clock.elapsed()
+            commit_s.append(took.wall_s)
+            commit_cpu_s.append(took.cpu_s)
+            change_rows += batch.num_rows
             if name != "load":
+                pyarrow_cpu_s += pyarrow_round_trip(batch)
                 clock = Clock.start()
                 kind = system.optimize()
                 took = clock.elapsed()
@@ -118,6 +136,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "commits": len(commit_s),
             "upserts": phase["upserts"],
             "commit_s": commit_s,
+            "commit_cpu_s": commit_cpu_s,
+            "change_rows": change_rows,
+            "pyarrow_round_trip_cpu_s": pyarrow_cpu_s,
             "optimize_s": optimize_s,
             "optimize_cpu_s": optimize_cpu_s,
             "optimize_kinds": optimize_kinds,
