@@ -26,7 +26,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
 
 from mixed_iceberg.exceptions import CorruptTableError
-from mixed_iceberg.format import WriterIdentity, parse_change
+from mixed_iceberg.format import DataTreeNode, WriterIdentity, parse_change
 from mixed_iceberg.optimizing.collect import CollectedTable
 from mixed_iceberg.optimizing.key_index import IndexedFile, probe_hashes
 from mixed_iceberg.optimizing.key_index_store import remember_index, segment_index
@@ -41,7 +41,7 @@ from mixed_iceberg.store.equality_deletes import read_with_deletes
 from mixed_iceberg.store.write.data_file import data_location
 from mixed_iceberg.store.write.layout import partition_path, split_sized
 from mixed_iceberg.store.write.parallel import write_groups, writer_pool
-from mixed_iceberg.store.write.position_deletes import referenced_data_file, write_position_deletes
+from mixed_iceberg.store.write.position_deletes import referenced_data_file, write_positions_by_file
 from mixed_iceberg.typedef import DataFileType
 
 if TYPE_CHECKING:
@@ -96,6 +96,17 @@ def _position_delete_targets(base: Table, collected: CollectedTable, paths: set[
 _SERIAL_WRITES = 8
 
 
+def _not_in(positions: npt.NDArray[np.int64], earlier: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """``positions`` (ascending, distinct) that ``earlier`` does not hold (``np.setdiff1d``
+    without sorting the positions again: a minor asks once per segment it touches)."""
+    if len(earlier) == 0 or len(positions) == 0:
+        return positions
+    if len(earlier) > 1 and not bool((earlier[1:] >= earlier[:-1]).all()):
+        earlier = np.sort(earlier)  # several delete files' positions, concatenated
+    at = np.minimum(np.searchsorted(earlier, positions), len(earlier) - 1)
+    return positions[earlier[at] != positions]
+
+
 def _write_node_deletes(
     base: Table,
     collected: CollectedTable,
@@ -111,36 +122,35 @@ def _write_node_deletes(
     positions (the file replaces its earlier ones), else only positions no earlier file holds
     (a hot key is deleted again and again). One file per node, not per segment: a minor's cost
     and its files follow the change, not the number of segments it touches (Amoro writes per
-    node too)."""
-    groups: dict[tuple[int, str, int, int], list[tuple[BaseFile, npt.NDArray[np.int64]]]] = defaultdict(list)
-    partitions: dict[tuple[int, str, int, int], DataFile] = {}
+    node too). Not one per partition: a file shared across nodes would keep the partition's
+    next task from being split by key space (:mod:`mixed_iceberg.optimizing.split`)."""
+    groups: dict[tuple[int, str, DataTreeNode], dict[str, npt.NDArray[np.int64]]] = defaultdict(dict)
+    targets: dict[tuple[int, str, DataTreeNode], DataFile] = {}
     for segment, positions in zip(segments, kills, strict=True):
         earlier = earlier_by_path.get(segment.path, np.empty(0, np.int64))
         combined = segment.path in combine
-        written = np.unique(np.concatenate([positions, earlier])) if combined else np.setdiff1d(positions, earlier)
+        written = np.unique(np.concatenate([positions, earlier])) if combined else _not_in(positions, earlier)
         if len(written) == 0:
             continue
         # A segment's own partition: in a cross-partition run it may not be the task's.
         target = collected.data_files[segment.path].data_file
-        key = (target.spec_id, partition_path(base, target), segment.node.mask, segment.node.index)
-        groups[key].append((segment, written))
-        partitions[key] = target
+        key = (target.spec_id, partition_path(base, target), segment.node)
+        groups[key][segment.path] = written
+        targets[key] = target
 
-    def write(key: tuple[int, str, int, int]) -> DataFile:
-        members = groups[key]
-        target = partitions[key]
-        name = writer.file_name(members[0][0].node, DataFileType.POS_DELETE_FILE, transaction_id)
+    def write(key: tuple[int, str, DataTreeNode]) -> DataFile:
+        by_target = groups[key]
+        name = writer.file_name(key[2], DataFileType.POS_DELETE_FILE, transaction_id)
         location = data_location(base.location(), key[1], name)
-        written = write_position_deletes(
+        written = write_positions_by_file(
             base.io,
             location,
-            pa.chunked_array([pa.repeat(pa.scalar(s.path, pa.string()), len(p)) for s, p in members], pa.string()),
-            pa.chunked_array([pa.array(p, pa.int64()) for _, p in members], pa.int64()),
-            spec_id=target.spec_id,
-            partition=target.partition,
+            by_target,
+            spec_id=targets[key].spec_id,
+            partition=targets[key].partition,
             properties=base.properties,
         )
-        remember_positions(location, {s.path: p for s, p in members})
+        remember_positions(location, by_target)
         return written
 
     # One file per node: a handful are written faster in turn than by threads (measured on two

@@ -11,7 +11,10 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.io import FileIO
@@ -23,7 +26,14 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from mixed_iceberg.store.write.data_file import write_data_file
 
-__all__ = ["FILE_PATH_FIELD_ID", "POSITION_DELETE_SCHEMA", "POS_FIELD_ID", "referenced_data_file", "write_position_deletes"]
+__all__ = [
+    "FILE_PATH_FIELD_ID",
+    "POSITION_DELETE_SCHEMA",
+    "POS_FIELD_ID",
+    "referenced_data_file",
+    "write_position_deletes",
+    "write_positions_by_file",
+]
 
 FILE_PATH_FIELD_ID = 2147483546
 POS_FIELD_ID = 2147483545
@@ -99,7 +109,50 @@ def write_position_deletes(
     pos = pc.cast(positions, pa.int64())
     if paths.null_count or pos.null_count:
         raise ValueError(f"{path}: expected no null file path or position, found some")
-    rows = pa.Table.from_arrays(list(_sorted_unique(paths, pos)), names=["file_path", "pos"])  # typed by the writer
+    return _write(io, path, *_sorted_unique(paths, pos), spec_id=spec_id, partition=partition, properties=properties)
+
+
+def write_positions_by_file(
+    io: FileIO,
+    path: str,
+    by_target: Mapping[str, npt.NDArray[np.int64]],
+    *,
+    spec_id: int,
+    partition: Record,
+    properties: Properties,
+) -> DataFile:
+    """:func:`write_position_deletes` for positions already grouped by data file, each group
+    ascending and distinct (what a merge finds): the rows are laid out in order without the
+    general sort and deduplication.
+
+    Raises:
+        ValueError: no positions, or a group that is not ascending and distinct.
+    """
+    targets = sorted(t for t, p in by_target.items() if len(p))
+    if not targets:
+        raise ValueError(f"{path}: expected at least one deleted row, found none")
+    groups = [np.asarray(by_target[t], dtype=np.int64) for t in targets]
+    for target, positions in zip(targets, groups, strict=True):
+        if len(positions) > 1 and not bool((positions[1:] > positions[:-1]).all()):
+            raise ValueError(f"{path}: expected ascending distinct positions for {target}, found others")
+    paths = pa.DictionaryArray.from_arrays(
+        pa.array(np.repeat(np.arange(len(targets), dtype=np.int32), [len(p) for p in groups])), pa.array(targets, pa.string())
+    )
+    return _write(
+        io,
+        path,
+        paths.cast(pa.string()),
+        pa.array(np.concatenate(groups)),
+        spec_id=spec_id,
+        partition=partition,
+        properties=properties,
+    )
+
+
+def _write(
+    io: FileIO, path: str, paths: pa.Array, positions: pa.Array, *, spec_id: int, partition: Record, properties: Properties
+) -> DataFile:
+    rows = pa.Table.from_arrays([paths, positions], names=["file_path", "pos"])  # typed by the writer
     # The data-file writer: its statistics plan is built once per schema and properties (built
     # per file, pyiceberg's writer spent half of a small delete file's time on it).
     return write_data_file(
