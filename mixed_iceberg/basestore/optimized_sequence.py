@@ -61,6 +61,7 @@ __all__ = [
     "OPTIMIZED_SINCE",
     "REPAIRED_FROM",
     "SUMMARY_COPY",
+    "merged_through",
     "read_optimized_sequence",
     "repair_optimized_sequence",
     "stage_optimized_sequence",
@@ -184,6 +185,17 @@ def _flagged_snapshot(metadata: TableMetadata, snapshot: Snapshot | None) -> Sna
         parent = snapshot.parent_snapshot_id
         snapshot = metadata.snapshot_by_id(parent) if parent is not None else None
     return None
+
+
+def merged_through(change: Table, optimized: Mapping[str, int]) -> int:
+    """The sequence at or below which no ChangeStore file is visible in any partition, or -1.
+
+    Only an unpartitioned ChangeStore has one: a partition the optimizer has not yet recorded
+    may hold older, unmerged files. Manifests written at or below it need not be read.
+    """
+    if any(spec.fields for spec in change.metadata.partition_specs):
+        return -1
+    return optimized.get("", -1)
 
 
 def read_optimized_sequence(base: Table, snapshot: Snapshot | None, blob_type: str = OPTIMIZED_SEQUENCE) -> dict[str, int]:

@@ -20,7 +20,7 @@ from pyiceberg.manifest import DataFileContent
 from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
-from mixed_iceberg.basestore.optimized_sequence import BASE_OPTIMIZED_TIME, read_optimized_sequence
+from mixed_iceberg.basestore.optimized_sequence import BASE_OPTIMIZED_TIME, merged_through, read_optimized_sequence
 from mixed_iceberg.format import parse_base, parse_change
 from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, PartitionFiles
 from mixed_iceberg.reader.file_reads import positions_by_file
@@ -133,7 +133,8 @@ def collect(table: TableHandle, partition_filter: BooleanExpression | None = Non
     if change is not None:
         change_snapshot = change.current_snapshot()
         collected.change_snapshot_id = change_snapshot.snapshot_id if change_snapshot else None
-        for live in live_files(change, change_snapshot, partition_filter=partition_filter):
+        above = merged_through(change, optimized)
+        for live in live_files(change, change_snapshot, partition_filter=partition_filter, above_sequence=above):
             path = partition_path(change, live.data_file)
             if live.sequence_number <= optimized.get(path, -1):
                 continue

@@ -26,7 +26,7 @@ from pyiceberg.table import FileScanTask, Table
 from pyiceberg.table.snapshots import Snapshot
 
 from mixed_iceberg._pyiceberg.scan import ScanEvaluators
-from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
+from mixed_iceberg.basestore.optimized_sequence import merged_through, read_optimized_sequence
 from mixed_iceberg.exceptions import InvalidScanError, NoSuchSnapshotError, SnapshotExpiredError
 from mixed_iceberg.format import parse_base
 from mixed_iceberg.reader.engines import merge_by_engine
@@ -527,11 +527,12 @@ class MixedScan:
         if change is None or self.change_snapshot is None:
             return []
         if self._refs is None:
+            optimized = read_optimized_sequence(self.table.base_store, self.base_snapshot)
             self._refs = plan_change_files(
                 change,
-                live_files(change, self.change_snapshot),
+                live_files(change, self.change_snapshot, above_sequence=merged_through(change, optimized)),
                 self._partitions,
-                read_optimized_sequence(self.table.base_store, self.base_snapshot),
+                optimized,
                 admit=self._admits_change_file(),
             )
         return self._refs if group is None else [r for r in self._refs if r.path in group.change_paths]

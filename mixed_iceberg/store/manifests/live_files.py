@@ -59,32 +59,42 @@ def live_files(
     *,
     partition_filter: BooleanExpression | None = None,
     case_sensitive: bool = True,
+    above_sequence: int = -1,
 ) -> list[LiveFile]:
     """Files live in ``snapshot`` whose partition and column metrics may match ``row_filter``.
 
     ``partition_filter`` (default: ``row_filter``) prunes by partition only, for callers that
     may prune partitions by a wider predicate than the one they may test column metrics with.
+    ``above_sequence`` keeps only files of a greater data sequence number; a manifest written at
+    or below it is not opened (its entries' sequence numbers are at most its own), so a
+    ChangeStore's optimized history costs nothing to walk past.
     """
     if snapshot is None:
         return []
+    manifests = [m for m in snapshot.manifests(table.io) if m.sequence_number is None or m.sequence_number > above_sequence]
     if (row_filter is None or isinstance(row_filter, AlwaysTrue)) and (
         partition_filter is None or isinstance(partition_filter, AlwaysTrue)
     ):
         # Nothing to prune: skip the per-file evaluators (8k calls for a 2k-file history).
         return [
             LiveFile(data_file, sequence, snapshot_id)
-            for manifest in snapshot.manifests(table.io)
+            for manifest in manifests
             for data_file, sequence, snapshot_id in _entries(table, manifest)
-            if keep is None or keep(data_file)
+            if sequence > above_sequence and (keep is None or keep(data_file))
         ]
     evaluators = ScanEvaluators(table.metadata, table.io, row_filter or AlwaysTrue(), partition_filter, case_sensitive)
     result: list[LiveFile] = []
-    for manifest in snapshot.manifests(table.io):
+    for manifest in manifests:
         spec_id = manifest.partition_spec_id
         if not evaluators.manifest(spec_id)(manifest):
             continue
         in_partition = evaluators.partition(spec_id)
         for data_file, sequence, snapshot_id in _entries(table, manifest):
-            if in_partition(data_file) and evaluators.metrics(data_file) and (keep is None or keep(data_file)):
+            if (
+                sequence > above_sequence
+                and in_partition(data_file)
+                and evaluators.metrics(data_file)
+                and (keep is None or keep(data_file))
+            ):
                 result.append(LiveFile(data_file, sequence, snapshot_id))
     return result

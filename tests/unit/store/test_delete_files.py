@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -29,6 +30,7 @@ from mixed_iceberg.store.write.position_deletes import (
     POS_FIELD_ID,
     POSITION_DELETE_SCHEMA,
     write_position_deletes,
+    write_positions_by_file,
 )
 from tests.support.iceberg_files import SCHEMA, Row, commit, data_file, eq_deletes, new_table, pos_deletes, sorted_rows
 
@@ -125,6 +127,52 @@ def test_bad_position_delete_input_is_refused(
             table.io, f"{table.location()}/data/x.parquet", pa.array(paths, pa.string()), pa.array(positions, pa.int64()),
             spec_id=0, partition=Record(), properties=table.properties,
         )  # fmt: skip
+
+
+def test_positions_grouped_by_data_file_are_written_in_path_order(tmp_path: Path) -> None:
+    table = new_table(tmp_path)
+    long_a, long_b = f"{table.location()}/data/{'a' * 40}.parquet", f"{table.location()}/data/{'b' * 40}.parquet"
+    by_target = {long_b: np.array([0, 2]), long_a: np.array([1, 9]), "unused": np.empty(0, np.int64)}
+    f = write_positions_by_file(
+        table.io, f"{table.location()}/data/pos.parquet", by_target, spec_id=0, partition=Record(), properties=table.properties
+    )
+    parquet = pq.read_table(f.file_path.removeprefix("file://"))
+    assert parquet.to_pylist() == [
+        {"file_path": long_a, "pos": 1},
+        {"file_path": long_a, "pos": 9},
+        {"file_path": long_b, "pos": 0},
+        {"file_path": long_b, "pos": 2},
+    ]
+    columns = pq.ParquetFile(f.file_path.removeprefix("file://")).schema  # the same layout as write_position_deletes'
+    assert [(c.physical_type, c.logical_type.type, c.max_definition_level) for c in columns] == [
+        ("BYTE_ARRAY", "STRING", 0),
+        ("INT64", "NONE", 0),
+    ]
+    assert (f.record_count, f.lower_bounds[FILE_PATH_FIELD_ID], f.upper_bounds[FILE_PATH_FIELD_ID]) == (
+        4,
+        long_a.encode(),
+        long_b.encode(),
+    )
+
+
+@pytest.mark.parametrize(
+    ("by_target", "message"),
+    [
+        ({}, "at least one"),
+        ({"f": np.empty(0, np.int64)}, "at least one"),
+        ({"f": np.array([3, 1])}, "ascending distinct"),
+        ({"f": np.array([1, 1])}, "ascending distinct"),
+    ],
+)
+def test_grouped_positions_that_are_empty_unsorted_or_repeated_are_refused(
+    tmp_path: Path, by_target: dict[str, Any], message: str
+) -> None:
+    table = new_table(tmp_path)
+    with pytest.raises(ValueError, match=message):
+        write_positions_by_file(
+            table.io, f"{table.location()}/data/x.parquet", by_target, spec_id=0, partition=Record(), properties=table.properties
+        )
+    assert not list(tmp_path.rglob("x.parquet"))
 
 
 # --- stage_rewrite ---
@@ -490,3 +538,20 @@ def test_live_files_carry_the_sequence_numbers_the_planner_needs(tmp_path: Path)
         ("EQUALITY_DELETES", 2),
         ("POSITION_DELETES", 3),
     ]
+
+
+def test_live_files_above_a_sequence_skip_older_files_without_opening_their_manifests(tmp_path: Path) -> None:
+    from mixed_iceberg.store.manifests import live_files as module
+
+    table, _ = _scenario(tmp_path)
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    older = [m for m in snapshot.manifests(table.io) if (m.sequence_number or 0) <= 2]
+    assert older  # the scenario's first two commits wrote manifests of their own
+    module._CACHE.clear()
+    module._FLAT.clear()
+    for manifest in older:  # a manifest read now would fail
+        Path(manifest.manifest_path.removeprefix("file://")).unlink()
+    seqs = sorted((f.data_file.content.name, f.sequence_number) for f in live_files(table, snapshot, above_sequence=2))
+    assert seqs == [("DATA", 3), ("POSITION_DELETES", 3)]
+    assert [f.sequence_number for f in live_files(table, snapshot, "p = 'a'", above_sequence=2)] == [3]
