@@ -139,12 +139,16 @@ def _node_slices(rows: pa.Table, nodes: npt.NDArray[np.int64]) -> list[tuple[int
     """Rows grouped by node id; stable, so rows keep their order inside each group."""
     if len(nodes) == 0:
         return []
-    order = np.argsort(nodes, kind="stable")
-    sorted_rows = rows.take(pa.array(order))
-    sorted_nodes = nodes[order]
+    if bool((nodes[1:] >= nodes[:-1]).all()):
+        # Already grouped (one node, or a merge of one node's rows): slices, no copy of the rows.
+        sorted_rows, sorted_nodes = rows, nodes
+    else:
+        order = np.argsort(nodes, kind="stable")
+        sorted_rows = rows.take(pa.array(order))
+        sorted_nodes = nodes[order]
     # already sorted: groups start where the node id changes (no second sort as np.unique would do)
     starts = np.concatenate([[0], np.flatnonzero(np.diff(sorted_nodes)) + 1]).astype(np.int64)
-    ends = [*starts[1:].tolist(), len(order)]
+    ends = [*starts[1:].tolist(), len(nodes)]
     return [
         (int(sorted_nodes[start]), sorted_rows.slice(int(start), int(end - start)))
         for start, end in zip(starts.tolist(), ends, strict=True)
