@@ -104,7 +104,8 @@ def _not_in(positions: npt.NDArray[np.int64], earlier: npt.NDArray[np.int64]) ->
     if len(earlier) > 1 and not bool((earlier[1:] >= earlier[:-1]).all()):
         earlier = np.sort(earlier)  # several delete files' positions, concatenated
     at = np.minimum(np.searchsorted(earlier, positions), len(earlier) - 1)
-    return positions[earlier[at] != positions]
+    kept: npt.NDArray[np.int64] = positions[earlier[at] != positions]
+    return kept
 
 
 def _write_node_deletes(
