@@ -59,21 +59,26 @@ ROWS_B: list[Row] = [(i, "x", "b", i * 10) for i in range(6)]
 # --- write_position_deletes ---
 
 
+def _long_paths(table: Table) -> tuple[str, str]:
+    """Two data-file paths longer than Iceberg's default truncate(16) string metrics."""
+    return f"{table.location()}/data/{'a' * 40}.parquet", f"{table.location()}/data/{'b' * 40}.parquet"
+
+
+def _rows_in_path_order(a: str, b: str) -> list[dict[str, object]]:
+    """The rows both position-delete writers must produce for deletes of a:{1, 9} and b:{0, 2}."""
+    return [{"file_path": a, "pos": 1}, {"file_path": a, "pos": 9}, {"file_path": b, "pos": 0}, {"file_path": b, "pos": 2}]
+
+
 def test_position_delete_file_is_sorted_deduplicated_and_typed_per_spec(tmp_path: Path) -> None:
     table = new_table(tmp_path)
-    long_a, long_b = f"{table.location()}/data/{'a' * 40}.parquet", f"{table.location()}/data/{'b' * 40}.parquet"
+    long_a, long_b = _long_paths(table)
     paths, positions = [long_b, long_a, long_b, long_a, long_a], [2, 9, 0, 9, 1]
     f = write_position_deletes(
         table.io, f"{table.location()}/data/pos.parquet", pa.array(paths), pa.array(positions, pa.int32()),
         spec_id=0, partition=Record(), properties=table.properties,
     )  # fmt: skip
     parquet = pq.read_table(f.file_path.removeprefix("file://"))
-    assert parquet.to_pylist() == [
-        {"file_path": long_a, "pos": 1},
-        {"file_path": long_a, "pos": 9},
-        {"file_path": long_b, "pos": 0},
-        {"file_path": long_b, "pos": 2},
-    ]
+    assert parquet.to_pylist() == _rows_in_path_order(long_a, long_b)
     assert [(fld.name, fld.nullable, fld.metadata[b"PARQUET:field_id"]) for fld in parquet.schema] == [
         ("file_path", False, b"2147483546"),
         ("pos", False, b"2147483545"),
@@ -131,18 +136,13 @@ def test_bad_position_delete_input_is_refused(
 
 def test_positions_grouped_by_data_file_are_written_in_path_order(tmp_path: Path) -> None:
     table = new_table(tmp_path)
-    long_a, long_b = f"{table.location()}/data/{'a' * 40}.parquet", f"{table.location()}/data/{'b' * 40}.parquet"
+    long_a, long_b = _long_paths(table)
     by_target = {long_b: np.array([0, 2]), long_a: np.array([1, 9]), "unused": np.empty(0, np.int64)}
     f = write_positions_by_file(
         table.io, f"{table.location()}/data/pos.parquet", by_target, spec_id=0, partition=Record(), properties=table.properties
     )
     parquet = pq.read_table(f.file_path.removeprefix("file://"))
-    assert parquet.to_pylist() == [
-        {"file_path": long_a, "pos": 1},
-        {"file_path": long_a, "pos": 9},
-        {"file_path": long_b, "pos": 0},
-        {"file_path": long_b, "pos": 2},
-    ]
+    assert parquet.to_pylist() == _rows_in_path_order(long_a, long_b)
     columns = pq.ParquetFile(f.file_path.removeprefix("file://")).schema  # the same layout as write_position_deletes'
     assert [(c.physical_type, c.logical_type.type, c.max_definition_level) for c in columns] == [
         ("BYTE_ARRAY", "STRING", 0),
