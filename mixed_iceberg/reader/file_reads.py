@@ -37,6 +37,7 @@ from mixed_iceberg.caching import LruCache
 from mixed_iceberg.exceptions import CorruptTableError
 from mixed_iceberg.reader.field_ids import history_fits_by_name
 from mixed_iceberg.reader.merge import keep_rows
+from mixed_iceberg.reader.runs import Runs
 from mixed_iceberg.store.write.position_deletes import referenced_data_file
 
 __all__ = [
@@ -62,12 +63,12 @@ class FileRows:
     """Rows read from data files before their mask is applied.
 
     ``rows`` has the projected columns; ``task`` is the index (into the tasks read) of each
-    row's file; ``keep`` marks the rows that survive position deletes and the row filter
+    row's file, as runs (rows of a file are consecutive); ``keep`` marks the rows that survive position deletes and the row filter
     (``None``: all of them).
     """
 
     rows: pa.Table
-    task: npt.NDArray[np.int64]
+    task: Runs
     keep: npt.NDArray[np.bool_] | None
 
     def kept(self) -> pa.Table:
@@ -222,7 +223,7 @@ def read_files(store: Table, tasks: Sequence[FileScanTask], projected: Schema, r
     pieces: list[FileRows] = []
     if clean:
         rows, index = _read_filtered(store, [tasks[i] for i in clean], read_schema, condition, row_filter)
-        pieces.append(FileRows(rows.select(names), np.asarray(clean, dtype=np.int64)[index], None))
+        pieces.append(FileRows(rows.select(names), Runs.of_dense(index).map(np.asarray(clean, dtype=np.int64)), None))
     if whole:
         rows, keep = read_unmasked(store, [tasks[i] for i in whole], read_schema)
         counts = np.fromiter((tasks[i].file.record_count for i in whole), dtype=np.int64, count=len(whole))
@@ -230,15 +231,15 @@ def read_files(store: Table, tasks: Sequence[FileScanTask], projected: Schema, r
             match = ds.dataset(rows).to_table(columns={_MATCH: condition}).column(_MATCH)
             matched = pc.fill_null(match, False).to_numpy(zero_copy_only=False)
             keep = matched if keep is None else keep & matched
-        pieces.append(FileRows(rows.select(names), np.repeat(np.asarray(whole, dtype=np.int64), counts), keep))
+        pieces.append(FileRows(rows.select(names), Runs.of(whole, counts), keep))
     if len(pieces) == 1:
         return pieces[0]
     if not pieces:
-        return FileRows(schema_to_pyarrow(projected, include_field_ids=False).empty_table(), np.empty(0, np.int64), None)
+        return FileRows(schema_to_pyarrow(projected, include_field_ids=False).empty_table(), Runs.of([], []), None)
     masks = [p.keep if p.keep is not None else np.ones(p.rows.num_rows, dtype=bool) for p in pieces]
     return FileRows(
         pa.concat_tables([p.rows for p in pieces], promote_options="permissive"),
-        np.concatenate([p.task for p in pieces]),
+        Runs.concat([p.task for p in pieces]),
         None if all(p.keep is None for p in pieces) else np.concatenate(masks),
     )
 

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from mixed_iceberg.exceptions import CorruptTableError
+from mixed_iceberg.reader.runs import Runs
 
 __all__ = ["BASE_OFFSET", "LSN", "KeyIndex", "KeyedRows", "keep_rows", "key_codes", "latest_by_key", "latest_rows", "pack_lsn"]
 
@@ -174,12 +175,13 @@ def latest_rows(
 class KeyedRows:
     """Rows taking part in a merge: their key columns, LSNs and whether each is a data row.
 
-    ``live`` (settled rows only; None: all) marks the rows that exist: the others (rows a
+    Settled rows may give their LSNs as :class:`Runs` (a value per file read): the merge looks
+    at those of the rows whose key the tail holds only. ``live`` (settled rows only; None: all) marks the rows that exist: the others (rows a
     position delete removed) never survive and never hide another row. Passing it spares the
     caller taking the live rows' keys out of a large BaseStore read first."""
 
     keys: Sequence[Column]
-    lsn: npt.NDArray[np.int64]
+    lsn: npt.NDArray[np.int64] | Runs
     is_data: npt.NDArray[np.bool_]
     live: npt.NDArray[np.bool_] | None = None
 
@@ -191,7 +193,11 @@ class KeyedRows:
 
     @classmethod
     def of(
-        cls, keys: Sequence[Column], lsn: npt.NDArray[np.int64], is_data: bool, live: npt.NDArray[np.bool_] | None = None
+        cls,
+        keys: Sequence[Column],
+        lsn: npt.NDArray[np.int64] | Runs,
+        is_data: bool,
+        live: npt.NDArray[np.bool_] | None = None,
     ) -> KeyedRows:
         return cls(keys, lsn, np.full(len(lsn), is_data, dtype=bool), live)
 
@@ -247,7 +253,7 @@ def latest_by_key(
     picked = np.flatnonzero(in_tail)
     settled_lsn = _gather([s.lsn for s in settled], picked, np.int64)
     settled_data = _gather([s.is_data for s in settled], picked, np.bool_)
-    tail_lsn = np.concatenate([t.lsn for t in tail])
+    tail_lsn = np.concatenate([t.lsn.dense() if isinstance(t.lsn, Runs) else t.lsn for t in tail])
     tail_data = np.concatenate([t.is_data for t in tail])
     winner = latest_rows(
         np.concatenate([settled_codes[picked], tail_codes]),
@@ -263,7 +269,7 @@ def latest_by_key(
     return _split(settled_keep, [len(s) for s in settled]), _split(tail_keep, [len(t) for t in tail])
 
 
-def _gather(parts: Sequence[npt.NDArray[_T]], picked: npt.NDArray[np.int64], dtype: type[_T]) -> npt.NDArray[_T]:
+def _gather(parts: Sequence[npt.NDArray[_T] | Runs], picked: npt.NDArray[np.int64], dtype: type[_T]) -> npt.NDArray[_T]:
     """``np.concatenate(parts)[picked]`` for sorted ``picked``, without concatenating the parts
     (the BaseStore's part has a row per base row; ``picked`` holds the few of the tail's keys)."""
     if not parts:
@@ -271,8 +277,11 @@ def _gather(parts: Sequence[npt.NDArray[_T]], picked: npt.NDArray[np.int64], dty
     ends = np.cumsum([len(part) for part in parts])
     cuts = np.searchsorted(picked, ends)
     starts = np.concatenate([[0], ends[:-1]])
-    chunks = [part[picked[lo:hi] - start] for part, start, lo, hi in zip(parts, starts, [0, *cuts[:-1]], cuts, strict=True)]
-    gathered: npt.NDArray[_T] = np.concatenate(chunks)
+    chunks = [
+        part.take(picked[lo:hi] - start) if isinstance(part, Runs) else part[picked[lo:hi] - start]
+        for part, start, lo, hi in zip(parts, starts, [0, *cuts[:-1]], cuts, strict=True)
+    ]
+    gathered: npt.NDArray[_T] = np.concatenate(chunks).astype(dtype, copy=False)
     return gathered
 
 

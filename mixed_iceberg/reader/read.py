@@ -24,6 +24,7 @@ from mixed_iceberg.reader.change_files import read_change_files
 from mixed_iceberg.reader.file_reads import filesystem_for, read_data_files, read_files
 from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, keep_rows, pack_lsn
 from mixed_iceberg.reader.plan import ChangeFileRef
+from mixed_iceberg.reader.runs import Runs
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
 
 __all__ = [
@@ -91,7 +92,7 @@ def read_base_unmasked(
     included, with the mask of the rows to keep (``None``: all), so that a merge can drop all
     of them in one pass. Needs :func:`is_maskable` tasks."""
     rows, keep, lsn = read_base_keyed(base, tasks, transaction_ids, projected, row_filter)
-    return rows.append_column(LSN, pa.array(lsn)), keep
+    return rows.append_column(LSN, pa.array(lsn.dense())), keep
 
 
 def read_base_keyed(
@@ -100,11 +101,11 @@ def read_base_keyed(
     transaction_ids: Sequence[int],
     projected: Schema,
     row_filter: BooleanExpression,
-) -> tuple[pa.Table, npt.NDArray[np.bool_] | None, npt.NDArray[np.int64]]:
-    """:func:`read_base_unmasked` with the LSNs as an array beside the rows rather than a column
-    of them: a merge looks at the LSNs of the few rows whose key the tail holds."""
+) -> tuple[pa.Table, npt.NDArray[np.bool_] | None, Runs]:
+    """:func:`read_base_unmasked` with the LSNs as runs (one per file) beside the rows rather than
+    a column of them: a merge looks at the LSNs of the few rows whose key the tail holds."""
     read = read_files(base, tasks, projected, row_filter)
-    return read.rows, read.keep, base_lsn(transaction_ids)[read.task]
+    return read.rows, read.keep, read.task.map(base_lsn(transaction_ids))
 
 
 def read_base_rows(

@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from mixed_iceberg.reader.merge import BASE_OFFSET, KeyedRows, key_codes, latest_by_key, latest_rows, pack_lsn
+from mixed_iceberg.reader.runs import Runs
 
 
 def _lsn(pairs: list[tuple[int, int]]) -> np.ndarray:
@@ -145,3 +146,37 @@ def test_picked_rows_are_gathered_across_parts_as_from_their_concatenation() -> 
         parts = [rng.integers(0, 100, rng.integers(0, 20)) for _ in range(rng.integers(1, 4))]
         picked = np.flatnonzero(rng.random(sum(len(p) for p in parts)) < 0.3)
         assert np.array_equal(_gather(parts, picked, np.int64), np.concatenate(parts)[picked])
+
+
+def test_runs_spell_out_take_and_concat_like_the_dense_array() -> None:
+    """Per-file values of a read (its files' LSNs) kept as runs: every operation the merge uses
+    gives what the array spelled out gives, empty runs and empty reads included."""
+    values, lengths = np.array([7, 3, 9, 3], np.int64), np.array([2, 0, 3, 1], np.int64)
+    runs = Runs.of(values, lengths)
+    dense = np.repeat(values, lengths)
+    assert len(runs) == len(dense) == 6
+    assert runs.dense().tolist() == dense.tolist()
+    rows = np.array([0, 1, 2, 4, 5], np.int64)
+    assert runs.take(rows).tolist() == dense[rows].tolist()
+    assert Runs.of_dense(dense).dense().tolist() == dense.tolist()
+    assert Runs.concat([runs, Runs.of([], []), runs]).dense().tolist() == np.concatenate([dense, dense]).tolist()
+    assert runs.map(np.arange(10, 20, dtype=np.int64)).dense().tolist() == (dense + 10).tolist()
+    assert len(Runs.of_dense(np.empty(0, np.int64))) == 0
+
+
+def test_settled_lsns_as_runs_give_the_dense_answer() -> None:
+    """A BaseStore read gives its LSNs as a run per file: the merge must decide exactly as with
+    a value per row, including base rows newer than the tail's rows of their key."""
+    keys = pa.array(np.arange(12, dtype=np.int64))
+    tx_per_file, rows_per_file = np.array([1, 9, 2], np.int64), np.array([4, 4, 4], np.int64)
+    runs = Runs.of((tx_per_file << 32) | BASE_OFFSET, rows_per_file)
+    live = np.ones(12, dtype=bool)
+    live[[2, 6]] = False
+    tail = _tail([1, 5, 6, 9, 20], [(5, 1), (5, 2), (5, 3), (5, 4), (5, 5)], [True, False, True, True, True])
+    dense = latest_by_key([KeyedRows.of([keys], runs.dense(), True, live=live)], [tail])
+    as_runs = latest_by_key([KeyedRows.of([keys], runs, True, live=live)], [tail])
+    assert [m.tolist() for m in as_runs[0]] == [m.tolist() for m in dense[0]]
+    assert [m.tolist() for m in as_runs[1]] == [m.tolist() for m in dense[1]]
+    # Key 5 sits in the file of transaction 9, newer than the tail's 5: the base row wins.
+    assert as_runs[0][0][5]
+    assert not as_runs[1][0][1]
