@@ -96,16 +96,20 @@ def _position_delete_targets(base: Table, collected: CollectedTable, paths: set[
 _SERIAL_WRITES = 8
 
 
-def _not_in(positions: npt.NDArray[np.int64], earlier: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """``positions`` (ascending, distinct) that ``earlier`` does not hold (``np.setdiff1d``
-    without sorting the positions again: a minor asks once per segment it touches)."""
-    if len(earlier) == 0 or len(positions) == 0:
-        return positions
-    if len(earlier) > 1 and not bool((earlier[1:] >= earlier[:-1]).all()):
-        earlier = np.sort(earlier)  # several delete files' positions, concatenated
-    at = np.minimum(np.searchsorted(earlier, positions), len(earlier) - 1)
-    kept: npt.NDArray[np.int64] = positions[earlier[at] != positions]
-    return kept
+def _dead_masks(
+    segments: Sequence[BaseFile], earlier_by_path: Mapping[str, npt.NDArray[np.int64]]
+) -> dict[str, npt.NDArray[np.bool_]]:
+    """Per segment with earlier position deletes, which of its rows they removed: built once per
+    task for the probe of the change's keys and for the new delete files, which both ask (a
+    mask lookup per row asked about, not a sort of the earlier positions per segment)."""
+    masks: dict[str, npt.NDArray[np.bool_]] = {}
+    for segment in segments:
+        dead = earlier_by_path.get(segment.path)
+        if dead is not None and len(dead):
+            mask = np.zeros(segment.records, dtype=bool)
+            mask[dead[(dead >= 0) & (dead < segment.records)]] = True
+            masks[segment.path] = mask
+    return masks
 
 
 def _write_node_deletes(
@@ -114,6 +118,7 @@ def _write_node_deletes(
     segments: Sequence[BaseFile],
     kills: Sequence[npt.NDArray[np.int64]],
     earlier_by_path: Mapping[str, npt.NDArray[np.int64]],
+    dead_masks: Mapping[str, npt.NDArray[np.bool_]],
     combine: set[str],
     writer: WriterIdentity,
     transaction_id: int,
@@ -128,9 +133,12 @@ def _write_node_deletes(
     groups: dict[tuple[int, str, DataTreeNode], dict[str, npt.NDArray[np.int64]]] = defaultdict(dict)
     targets: dict[tuple[int, str, DataTreeNode], DataFile] = {}
     for segment, positions in zip(segments, kills, strict=True):
-        earlier = earlier_by_path.get(segment.path, np.empty(0, np.int64))
-        combined = segment.path in combine
-        written = np.unique(np.concatenate([positions, earlier])) if combined else _not_in(positions, earlier)
+        if segment.path in combine:
+            written = np.unique(np.concatenate([positions, earlier_by_path.get(segment.path, np.empty(0, np.int64))]))
+        elif (dead := dead_masks.get(segment.path)) is not None:
+            written = positions[~dead[positions]]  # never a row an earlier file already deletes
+        else:
+            written = positions
         if len(written) == 0:
             continue
         # A segment's own partition: in a cross-partition run it may not be the task's.
@@ -201,7 +209,7 @@ def _indexed_rows(
     base: Table,
     segments: Sequence[BaseFile],
     keys: list[str],
-    deleted: Mapping[str, npt.NDArray[np.int64]],
+    dead_masks: Mapping[str, npt.NDArray[np.bool_]],
     tail: Sequence[KeyedRows],
 ) -> tuple[pa.Table, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """:func:`_alive_rows` of ``keys``, narrowed to the rows whose key hash the ``tail`` holds,
@@ -219,11 +227,9 @@ def _indexed_rows(
             by_node[node] = probe[(probe & np.int32(node[0])) == node[1]] if node[0] else probe
         index = segment_index(base, IndexedFile(segment.path, segment.size, segment.records), keys)
         at, rows = index.find(by_node[node])
-        dead = deleted.get(segment.path)
-        if dead is not None and len(dead) and len(at):
-            alive = np.ones(segment.records, dtype=bool)
-            alive[dead[dead < segment.records]] = False
-            living = alive[at]
+        dead = dead_masks.get(segment.path)
+        if dead is not None and len(at):
+            living = ~dead[at]
             at, rows = at[living], rows.filter(pa.array(living))
         lsn = np.full(len(at), base_lsn([segment.transaction_id])[0], dtype=np.int64)
         found.append(rows.append_column(LSN, pa.array(lsn)))
@@ -302,6 +308,7 @@ def execute_task(
     segments = list(task.segments)
     earlier_files = {collected.delete_files[p].data_file for s in segments for p in s.pos_delete_files}
     earlier_by_path = deleted_positions(base, earlier_files)
+    dead_masks = _dead_masks(segments, earlier_by_path)
     kills = [np.empty(0, np.int64)] * len(segments)
     if keys:
         scans = [_scan_task(collected, f) for f in task.rewrite]
@@ -335,7 +342,7 @@ def execute_task(
             if segments:
                 # Segment rows of the tail's keys compete too: a newer change row retires them.
                 if table.config.optimizing.key_index:
-                    found, alive, counts = _indexed_rows(base, segments, keys, earlier_by_path, tail)
+                    found, alive, counts = _indexed_rows(base, segments, keys, dead_masks, tail)
                 else:
                     found, alive, counts = _alive_rows(base, segments, keys, earlier_by_path)
                 settled.append(KeyedRows.of([found.column(k) for k in keys], found.column(LSN).to_numpy(), True))
@@ -381,7 +388,7 @@ def execute_task(
         combine = set(task.combine_deletes)
         covered |= combine  # their earlier files are replaced by the ones written here
         output.added_deletes += _write_node_deletes(
-            base, collected, segments, kills, earlier_by_path, combine, writer, transaction_id
+            base, collected, segments, kills, earlier_by_path, dead_masks, combine, writer, transaction_id
         )
     attached = {p for f in (*task.rewrite, *task.segments) for p in (*f.pos_delete_files, *f.eq_delete_files)}
     for delete, targets in _position_delete_targets(base, collected, attached).items():
