@@ -363,7 +363,7 @@ OPT_MERGE_WIDTH = _declare(
     Option(
         "self-optimizing.minor.merge-width",
         _int,
-        4,
+        8,
         "mixed-iceberg: minor merges a tree node's fragments of one size tier (sizes within a factor of this width) "
         "only once this many exist, and combines a segment's position-delete files only once it has this many, "
         "so a row is rewritten about log_width(fragment size / commit size) times, not once per run; "

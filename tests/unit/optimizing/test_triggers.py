@@ -173,7 +173,7 @@ def test_size_tiers_count_down_from_the_fragment_limit() -> None:
 
 
 def test_minor_leaves_a_tier_alone_until_it_holds_merge_width_files() -> None:
-    cfg = config(**{"self-optimizing.target-size": str(8 * MB)})  # fragments <= 1 MB, width 4
+    cfg = config(**{"self-optimizing.target-size": str(8 * MB), "self-optimizing.minor.merge-width": "4"})  # fragments <= 1 MB
     small = [base(f"s{i}", 40_000, tx=1) for i in range(3)]
     big = base("big", 900_000, tx=1)
     p = PartitionFiles("", (*small, big), (change(2),), 1, 0)
@@ -187,7 +187,13 @@ def test_minor_leaves_a_tier_alone_until_it_holds_merge_width_files() -> None:
 
 
 def test_settled_tiers_do_not_trigger_minor_runs() -> None:
-    cfg = config(**{"self-optimizing.target-size": str(8 * MB), "self-optimizing.minor.trigger.file-count": "3"})
+    cfg = config(
+        **{
+            "self-optimizing.target-size": str(8 * MB),
+            "self-optimizing.minor.trigger.file-count": "3",
+            "self-optimizing.minor.merge-width": "4",
+        }
+    )
     settled = [base(f"s{i}", 40_000 * 4**i, tx=1) for i in range(4)]  # one file per tier
     evaluation = evaluate_partition(PartitionFiles("", tuple(settled), (), 1, 0), cfg, keyed=False, now_ms=0, last_full_ms=0)
     assert evaluation.type is None
@@ -197,7 +203,7 @@ def test_settled_tiers_do_not_trigger_minor_runs() -> None:
 
 
 def test_position_delete_files_are_appended_then_combined_at_merge_width() -> None:
-    cfg = config(**{"self-optimizing.target-size": str(MB)})
+    cfg = config(**{"self-optimizing.target-size": str(MB), "self-optimizing.minor.merge-width": "4"})
     two = base("seg2", 2 * MB, pos_files=2, tx=1)
     three = base("seg3", 2 * MB, pos_files=3, tx=1)
     task = plan_partition(
@@ -214,7 +220,7 @@ def test_position_delete_files_are_appended_then_combined_at_merge_width() -> No
 
 
 def test_a_combined_segment_takes_along_every_segment_it_shares_a_position_delete_file_with() -> None:
-    cfg = config(**{"self-optimizing.target-size": str(MB)})
+    cfg = config(**{"self-optimizing.target-size": str(MB), "self-optimizing.minor.merge-width": "4"})
 
     def seg(name: str, *files: str) -> BaseFile:
         return BaseFile(name, 2 * MB, 1000, 1, DataTreeNode.root(), files, 10 * len(files))
