@@ -186,20 +186,13 @@ def _segment_keys(base: Table, segments: Sequence[BaseFile], keys: list[str]) ->
 
 
 def _alive_rows(
-    base: Table, segments: Sequence[BaseFile], columns: list[str], deleted: Mapping[str, npt.NDArray[np.int64]]
+    base: Table, segments: Sequence[BaseFile], columns: list[str], dead_masks: Mapping[str, npt.NDArray[np.bool_]]
 ) -> tuple[pa.Table, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """``columns`` of the rows of ``segments`` no position delete removed (with their LSN), their
     positions across all segments (file order), and each segment's row count."""
     found = _segment_keys(base, segments, columns)
     counts = np.fromiter((s.records for s in segments), dtype=np.int64, count=len(segments))
-    dead = np.concatenate(
-        [
-            deleted.get(s.path, np.empty(0, np.int64)) + start
-            for s, start in zip(segments, np.cumsum(counts) - counts, strict=True)
-        ]
-    )
-    is_alive = np.ones(found.num_rows, dtype=bool)
-    is_alive[dead[(dead >= 0) & (dead < found.num_rows)]] = False
+    is_alive = np.concatenate([~dead_masks[s.path] if s.path in dead_masks else np.ones(s.records, bool) for s in segments])
     alive = np.flatnonzero(is_alive)
     lsn = np.repeat(base_lsn([s.transaction_id for s in segments]), counts)[alive]
     return found.take(pa.array(alive)).append_column(LSN, pa.array(lsn)), alive, counts
@@ -244,7 +237,7 @@ def _merge_by_engine(
     inserts: pa.Table,
     deletes: pa.Table,
     segments: Sequence[BaseFile],
-    deleted: Mapping[str, npt.NDArray[np.int64]],
+    dead_masks: Mapping[str, npt.NDArray[np.bool_]],
 ) -> tuple[pa.Table, list[npt.NDArray[np.int64]]]:
     """Rows to write and per-segment positions to delete under a merge engine other than plain
     deduplication: a touched key's merged row is written anew, so every segment row of a touched
@@ -255,7 +248,7 @@ def _merge_by_engine(
     alive = np.empty(0, np.int64)
     counts = np.zeros(0, np.int64)
     if segments:
-        rows, alive, counts = _alive_rows(table.base_store, segments, columns, deleted)
+        rows, alive, counts = _alive_rows(table.base_store, segments, columns, dead_masks)
         settled.append(rows)
     masks, merged = merge_by_engine(config, keys, settled, inserts.select(data.column_names), deletes, LSN)
     survivors = pa.concat_tables([keep_rows(data, masks[0]).drop_columns([LSN]), merged.select(columns)])
@@ -328,7 +321,7 @@ def execute_task(
             deletes = read_change_rows(io, schema, [r for r in refs if r.is_delete], wanted, AlwaysTrue(), schemas=history)
         if inserts is not None and deletes is not None and not config.is_default:
             output.rows_in = data.num_rows + inserts.num_rows + deletes.num_rows
-            survivors, kills = _merge_by_engine(table, config, data, inserts, deletes, segments, earlier_by_path)
+            survivors, kills = _merge_by_engine(table, config, data, inserts, deletes, segments, dead_masks)
         elif inserts is not None and deletes is not None:
             output.rows_in = data.num_rows + inserts.num_rows + deletes.num_rows
             settled = [KeyedRows.of([data.column(k) for k in keys], data.column(LSN).to_numpy(), True)]
@@ -344,7 +337,7 @@ def execute_task(
                 if table.config.optimizing.key_index:
                     found, alive, counts = _indexed_rows(base, segments, keys, dead_masks, tail)
                 else:
-                    found, alive, counts = _alive_rows(base, segments, keys, earlier_by_path)
+                    found, alive, counts = _alive_rows(base, segments, keys, dead_masks)
                 settled.append(KeyedRows.of([found.column(k) for k in keys], found.column(LSN).to_numpy(), True))
             (data_keep, *segment_keep), (insert_keep, _, *_) = latest_by_key(settled, tail)
             if segments:

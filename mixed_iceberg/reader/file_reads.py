@@ -63,8 +63,8 @@ class FileRows:
     """Rows read from data files before their mask is applied.
 
     ``rows`` has the projected columns; ``task`` is the index (into the tasks read) of each
-    row's file, as runs (rows of a file are consecutive); ``keep`` marks the rows that survive position deletes and the row filter
-    (``None``: all of them).
+    row's file, as runs (rows of a file are consecutive); ``keep`` marks the rows that survive
+    position deletes and the row filter (``None``: all of them).
     """
 
     rows: pa.Table
@@ -235,7 +235,7 @@ def read_files(store: Table, tasks: Sequence[FileScanTask], projected: Schema, r
     if len(pieces) == 1:
         return pieces[0]
     if not pieces:
-        return FileRows(schema_to_pyarrow(projected, include_field_ids=False).empty_table(), Runs.of([], []), None)
+        return FileRows(schema_to_pyarrow(projected, include_field_ids=False).empty_table(), Runs.empty(), None)
     masks = [p.keep if p.keep is not None else np.ones(p.rows.num_rows, dtype=bool) for p in pieces]
     return FileRows(
         pa.concat_tables([p.rows for p in pieces], promote_options="permissive"),

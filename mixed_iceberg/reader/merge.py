@@ -176,9 +176,10 @@ class KeyedRows:
     """Rows taking part in a merge: their key columns, LSNs and whether each is a data row.
 
     Settled rows may give their LSNs as :class:`Runs` (a value per file read): the merge looks
-    at those of the rows whose key the tail holds only. ``live`` (settled rows only; None: all) marks the rows that exist: the others (rows a
-    position delete removed) never survive and never hide another row. Passing it spares the
-    caller taking the live rows' keys out of a large BaseStore read first."""
+    at those of the rows whose key the tail holds only. ``live`` (settled rows only; None: all)
+    marks the rows that exist: the others (rows a position delete removed) never survive and
+    never hide another row. Passing it spares the caller taking the live rows' keys out of a
+    large BaseStore read first."""
 
     keys: Sequence[Column]
     lsn: npt.NDArray[np.int64] | Runs

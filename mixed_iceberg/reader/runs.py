@@ -30,6 +30,10 @@ class Runs:
             raise ValueError(f"expected a value per run end, found {len(self.values)} values and {len(self.ends)} ends")
 
     @classmethod
+    def empty(cls) -> Runs:
+        return cls(np.empty(0, np.int64), np.empty(0, np.int64))
+
+    @classmethod
     def of(cls, values: npt.ArrayLike, lengths: npt.ArrayLike) -> Runs:
         """Runs of ``values``, each repeated ``lengths`` times."""
         return cls(np.asarray(values, dtype=np.int64), np.cumsum(np.asarray(lengths, dtype=np.int64), dtype=np.int64))
@@ -38,7 +42,7 @@ class Runs:
     def of_dense(cls, dense: npt.NDArray[np.int64]) -> Runs:
         """The runs of an array spelled out (a break wherever the value changes)."""
         if not len(dense):
-            return cls(np.empty(0, np.int64), np.empty(0, np.int64))
+            return cls.empty()
         starts = np.flatnonzero(np.diff(dense)) + 1
         ends = np.append(starts, len(dense)).astype(np.int64)
         return cls(np.asarray(dense[ends - 1], dtype=np.int64), ends)
@@ -46,7 +50,7 @@ class Runs:
     @classmethod
     def concat(cls, parts: Sequence[Runs]) -> Runs:
         if not parts:
-            return cls(np.empty(0, np.int64), np.empty(0, np.int64))
+            return cls.empty()
         offsets = np.cumsum([0, *(len(p) for p in parts[:-1])])
         return cls(
             np.concatenate([p.values for p in parts]),
