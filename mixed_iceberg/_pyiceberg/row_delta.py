@@ -45,14 +45,14 @@ from pyiceberg.manifest import (
     ManifestWriterV2,
 )
 from pyiceberg.partitioning import PartitionSpec
-from pyiceberg.table import Transaction
+from pyiceberg.table import Table, Transaction
 from pyiceberg.table.snapshots import CHANGED_PARTITION_COUNT_PROP, Operation, Summary, ancestors_between_ids
 from pyiceberg.table.update import AddSnapshotUpdate
 from pyiceberg.table.update.snapshot import _SnapshotProducer
 from pyiceberg.typedef import EMPTY_DICT, Record
 
 from mixed_iceberg.options import MANIFEST_MERGE_ENABLED, MANIFEST_MIN_COUNT_TO_MERGE, MANIFEST_TARGET_SIZE
-from mixed_iceberg.store.manifests.live_files import manifest_entries
+from mixed_iceberg.store.manifests.live_files import manifest_entries, remember_entries
 
 __all__ = ["DeleteManifestWriter", "add_snapshot_properties", "spec_id_of", "stage_rewrite"]
 
@@ -186,6 +186,19 @@ def _partition_filter(spec: PartitionSpec, partitions: Iterable[Record]) -> Bool
     return result
 
 
+def _existing(writer: ManifestWriter, entry: ManifestEntry) -> ManifestEntry:
+    """``writer.existing(entry)``, returning the entry it wrote."""
+    written = ManifestEntry.from_args(
+        status=ManifestEntryStatus.EXISTING,
+        snapshot_id=entry.snapshot_id,
+        sequence_number=entry.sequence_number,
+        file_sequence_number=entry.file_sequence_number,
+        data_file=entry.data_file,
+    )
+    writer.add_entry(written)
+    return written
+
+
 class DeleteManifestWriter(ManifestWriterV2):
     """A v2 delete manifest: pyiceberg's writers hard-code ``content=data`` in both places."""
 
@@ -217,6 +230,9 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
         self._added_data_files = added
         self._to_remove = {f.file_path: f for f in removed}
         self._removed_entries: list[ManifestEntry] = []
+        #: The live entries of each manifest this attempt wrote, to seed the entry cache with
+        #: once the snapshot lands (:meth:`remember_committed`).
+        self._written_entries: dict[str, list[ManifestEntry]] = {}
         properties = txn.table_metadata.properties
         # Read through the option registry: Iceberg's defaults (pyiceberg's merge default is off,
         # Java's is on), and a zero or bad value is the registry's PropertyError, not a default.
@@ -227,6 +243,7 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
 
     def _manifests(self) -> list[ManifestFile]:
         # Plan before writing, so a missing file leaves no orphan manifest behind.
+        self._written_entries = {}
         plan = self._plan_carry_over()
         found = {entry.data_file.file_path for entry in self._removed_entries}
         if missing := sorted(self._to_remove.keys() - found):
@@ -266,12 +283,11 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
     ) -> ManifestFile:
         content, spec_id = key
         default_spec_id = self._transaction.table_metadata.default_spec_id
+        live: list[ManifestEntry] = []
         with self._writer(content, spec_id) as writer:
             for f in self._added_data_files:
                 if (_manifest_content(f), spec_id_of(f, default_spec_id)) == key:
-                    writer.add_entry(
-                        ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=self._snapshot_id, data_file=f)
-                    )
+                    live.append(self._added(writer, f))
             for manifest, entries in plan:
                 if self._mergeable(manifest) != key:
                     continue
@@ -279,8 +295,8 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
                     if entry.data_file.file_path in self._to_remove:
                         writer.delete(entry)
                     else:
-                        writer.existing(entry)
-        return writer.to_manifest_file()
+                        live.append(_existing(writer, entry))
+        return self._written(writer, live)
 
     def _plan_carry_over(self) -> list[tuple[ManifestFile, list[ManifestEntry] | None]]:
         """Live manifests of the parent, with their entries when they list a file to remove."""
@@ -328,24 +344,47 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
             if (content, spec_id) in skip:
                 continue  # written into the group's merged manifest
             with self._writer(content, spec_id) as writer:
-                for f in files:
-                    # No sequence number: the manifest list assigns this snapshot's to the entry.
-                    entry = ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=self._snapshot_id, data_file=f)
-                    writer.add_entry(entry)
-            manifests.append(writer.to_manifest_file())
+                live = [self._added(writer, f) for f in files]
+            manifests.append(self._written(writer, live))
         return manifests
+
+    def _added(self, writer: ManifestWriter, data_file: DataFile) -> ManifestEntry:
+        # No sequence number: the manifest list assigns this snapshot's to the entry.
+        entry = ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=self._snapshot_id, data_file=data_file)
+        writer.add_entry(entry)
+        return entry
+
+    def _written(self, writer: ManifestWriter, live: list[ManifestEntry]) -> ManifestFile:
+        manifest = writer.to_manifest_file()
+        self._written_entries[manifest.manifest_path] = live
+        return manifest
+
+    def remember_committed(self, table: Table) -> None:
+        """Seed the manifest entry cache with the manifests this producer wrote, once its
+        snapshot is in ``table``'s (refreshed) metadata: the next scan or commit of this
+        process reads its own manifests from memory (the optimizer's planning opened every
+        manifest its previous commit had just written: 0.7 s of a 15 s profile at 1M rows)."""
+        snapshot = table.metadata.snapshot_by_id(self._snapshot_id)
+        if snapshot is None:
+            return
+        for manifest in snapshot.manifests(self._io):
+            live = self._written_entries.get(manifest.manifest_path)
+            if live is not None:
+                remember_entries(manifest, live)
+        self._written_entries = {}
 
     def _rewrite(self, manifest: ManifestFile, entries: list[ManifestEntry] | None) -> ManifestFile:
         if entries is None:
             return manifest
+        live: list[ManifestEntry] = []
         with self._writer(manifest.content, manifest.partition_spec_id) as writer:
             for entry in entries:
-                # delete() and existing() keep the entry's data and file sequence numbers.
+                # delete() and _existing keep the entry's data and file sequence numbers.
                 if entry.data_file.file_path in self._to_remove:
                     writer.delete(entry)
                 else:
-                    writer.existing(entry)
-        return writer.to_manifest_file()
+                    live.append(_existing(writer, entry))
+        return self._written(writer, live)
 
     def _existing_manifests(self) -> list[ManifestFile]:
         # Abstract in the base class, whose _manifests (the only caller) is replaced above.

@@ -8,6 +8,9 @@ What this module touches of pyiceberg's private API (listed in ``docs/pyiceberg.
 * ``Transaction._table`` and ``Transaction._updates``: the table a transaction commits to
   (refreshed on a retry) and its staged updates, the two things the metadata of the staged
   state depends on (:attr:`GuardedTransaction.table_metadata` caches it on their identity).
+* ``Transaction._snapshot_producers``: read before ``commit_transaction`` clears it, so that a
+  producer implementing :class:`RemembersCommit` can seed a cache with what it wrote once its
+  snapshot landed.
 * ``_MergeAppendFiles._merge_enabled``, ``._snapshot_id`` and ``._written_manifests``: merging
   on by Iceberg's default, the snapshot id before the commit (statistics attach to it), the
   manifests it wrote and merged away (pyiceberg leaves them behind).
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table, Transaction
@@ -26,13 +30,20 @@ from pyiceberg.table.update.snapshot import _MergeAppendFiles
 
 from mixed_iceberg._pyiceberg.patches import updated_metadata
 
-__all__ = ["GuardedTransaction", "StagedAppend", "stage_merge_append", "transaction_table"]
+__all__ = ["GuardedTransaction", "RemembersCommit", "StagedAppend", "stage_merge_append", "transaction_table"]
 
 
 def transaction_table(txn: Transaction) -> Table:
     """The table ``txn`` commits to (on a retry: refreshed to the catalog's current metadata)."""
     table: Table = txn._table
     return table
+
+
+@runtime_checkable
+class RemembersCommit(Protocol):
+    """A snapshot producer that keeps something of what it wrote once its snapshot lands."""
+
+    def remember_committed(self, table: Table) -> None: ...
 
 
 class GuardedTransaction(Transaction):
@@ -60,6 +71,16 @@ class GuardedTransaction(Transaction):
             cache = (self._table.metadata, self._updates, updated_metadata(self._table.metadata, self._updates))
             self._metadata_cache = cache
         return cache[2]
+
+    def commit_transaction(self) -> Table:
+        # pyiceberg forgets its snapshot producers once the commit lands; the ones that can
+        # seed the manifest entry cache with what they wrote do so then.
+        producers = list(self._snapshot_producers)
+        table = super().commit_transaction()
+        for producer in producers:
+            if isinstance(producer, RemembersCommit):
+                producer.remember_committed(self._table)
+        return table
 
     def _rebuild_snapshot_updates(self) -> None:
         if self._before_retry is not None:

@@ -6,19 +6,19 @@ commits reads only the manifests it has not seen, which keeps reads flat as hist
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.io import FileIO
-from pyiceberg.manifest import DataFile, ManifestEntry, ManifestFile
+from pyiceberg.manifest import DataFile, ManifestEntry, ManifestEntryStatus, ManifestFile
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 
 from mixed_iceberg._pyiceberg.scan import ScanEvaluators
 from mixed_iceberg.caching import LruCache
 
-__all__ = ["LiveFile", "live_files", "manifest_entries"]
+__all__ = ["LiveFile", "live_files", "manifest_entries", "remember_entries"]
 
 _CACHE: LruCache[str, tuple[ManifestEntry, ...]] = LruCache(8192)
 #: The same entries as plain tuples: scans walk thousands of them, and Record properties are slow.
@@ -42,6 +42,31 @@ def manifest_entries(io: FileIO, manifest: ManifestFile) -> tuple[ManifestEntry,
     The entries are shared: callers must not change them.
     """
     return _CACHE.get_or_build(manifest.manifest_path, lambda: tuple(manifest.fetch_manifest_entry(io, discard_deleted=True)))
+
+
+def remember_entries(manifest: ManifestFile, written: Sequence[ManifestEntry]) -> None:
+    """Cache the live entries of ``manifest``, committed, as this process wrote them (ADDED and
+    EXISTING, in file order), so that it need not read its own manifest back.
+
+    Entries come out as a read of the manifest gives them: an ADDED entry without sequence
+    numbers takes the manifest's (assigned when its snapshot was committed), and every data
+    file takes the manifest's partition spec id.
+    """
+    entries = []
+    for entry in written:
+        inherit = entry.status == ManifestEntryStatus.ADDED or manifest.sequence_number == 0
+        copy = ManifestEntry.from_args(
+            status=entry.status,
+            snapshot_id=entry.snapshot_id if entry.snapshot_id is not None else manifest.added_snapshot_id,
+            sequence_number=manifest.sequence_number if entry.sequence_number is None and inherit else entry.sequence_number,
+            file_sequence_number=(
+                manifest.sequence_number if entry.file_sequence_number is None and inherit else entry.file_sequence_number
+            ),
+            data_file=entry.data_file,
+        )
+        copy.data_file.spec_id = manifest.partition_spec_id
+        entries.append(copy)
+    _CACHE.put(manifest.manifest_path, tuple(entries))
 
 
 def _entries(table: Table, manifest: ManifestFile) -> tuple[tuple[DataFile, int, int], ...]:
