@@ -89,10 +89,11 @@ class SegmentIndex:
             entries = np.flatnonzero(probe[at] == self.hashes) if len(probe) else np.empty(0, np.int64)
         else:
             low = np.searchsorted(self.hashes, probe, side="left")
-            high = np.searchsorted(self.hashes, probe, side="right")
-            counts = high - low
-            hit = counts > 0
-            low, counts = low[hit], counts[hit]
+            hit = self.hashes[np.minimum(low, len(self.hashes) - 1)] == probe
+            # The end of each hit's run of equal hashes: searched for the hits alone (few, as a
+            # change touches a small part of a big segment), not for the whole probe again.
+            low = low[hit]
+            counts = np.searchsorted(self.hashes, probe[hit], side="right") - low
             # Every index in [low, low + count) of every hit: the range starts repeated, plus offsets.
             starts = np.repeat(low - np.cumsum(counts) + counts, counts)
             entries = starts + np.arange(int(counts.sum()), dtype=np.int64)
