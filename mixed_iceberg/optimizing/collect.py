@@ -21,6 +21,7 @@ from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
 from mixed_iceberg.basestore.optimized_sequence import BASE_OPTIMIZED_TIME, merged_through, read_optimized_sequence
+from mixed_iceberg.caching import LruCache
 from mixed_iceberg.format import parse_base, parse_change
 from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, PartitionFiles
 from mixed_iceberg.reader.file_reads import positions_by_file
@@ -115,6 +116,50 @@ def _base_files(base: Table, files: list[LiveFile], collected: CollectedTable) -
     return result
 
 
+@dataclass(frozen=True, slots=True)
+class _BaseState:
+    """What :func:`collect` gathers from the BaseStore alone: the same for the same metadata."""
+
+    by_partition: dict[str, list[BaseFile]]
+    data_files: dict[str, LiveFile]
+    delete_files: dict[str, LiveFile]
+    records: dict[str, tuple[int, Record]]
+    last_full_ms: int
+    last_commit_ms: int | None
+    optimized: dict[str, int]
+    optimized_at: dict[str, int]
+
+
+#: BaseStore states by (table uuid, metadata file, filter): an optimizer asked
+#: again before the BaseStore changed (each ChangeStore commit of a stream that has not yet
+#: reached a trigger) plans from the change alone. Values are shared: callers copy the dicts.
+_BASE_STATES: LruCache[tuple[object, ...], _BaseState] = LruCache(16)
+
+
+def _base_state(base: Table, partition_filter: BooleanExpression | None, keyed_change: bool) -> _BaseState:
+    snapshot = base.current_snapshot()
+    metadata = base.metadata
+    # The metadata file names one version of the metadata (a commit or a property change);
+    # the uuid guards against a table dropped and created again at the same location.
+    key = (str(metadata.table_uuid), base.metadata_location, repr(partition_filter), keyed_change)
+
+    def build() -> _BaseState:
+        scratch = CollectedTable([], 0, None, None)
+        by_partition = _base_files(base, live_files(base, snapshot, partition_filter=partition_filter), scratch)
+        return _BaseState(
+            by_partition=by_partition,
+            data_files=scratch.data_files,
+            delete_files=scratch.delete_files,
+            records=scratch.records,
+            last_full_ms=_last_full_ms(base, _created_ms(base)),
+            last_commit_ms=_last_optimizer_commit_ms(base),
+            optimized=read_optimized_sequence(base, snapshot) if keyed_change else {},
+            optimized_at=read_optimized_sequence(base, snapshot, BASE_OPTIMIZED_TIME) if keyed_change else {},
+        )
+
+    return _BASE_STATES.get_or_build(key, build)
+
+
 def collect(table: TableHandle, partition_filter: BooleanExpression | None = None) -> CollectedTable:
     """Everything the optimizer needs to know about ``table``'s current snapshots.
 
@@ -125,10 +170,18 @@ def collect(table: TableHandle, partition_filter: BooleanExpression | None = Non
     change = table.change_store
     base_snapshot = base.current_snapshot()
     created = _created_ms(base)
-    collected = CollectedTable([], _last_full_ms(base, created), base_snapshot.snapshot_id if base_snapshot else None, None)
-    base_by_partition = _base_files(base, live_files(base, base_snapshot, partition_filter=partition_filter), collected)
-    optimized = read_optimized_sequence(base, base_snapshot) if change is not None else {}
-    optimized_at = read_optimized_sequence(base, base_snapshot, BASE_OPTIMIZED_TIME) if change is not None else {}
+    state = _base_state(base, partition_filter, change is not None)
+    collected = CollectedTable(
+        [],
+        state.last_full_ms,
+        base_snapshot.snapshot_id if base_snapshot else None,
+        None,
+        data_files=dict(state.data_files),
+        delete_files=dict(state.delete_files),
+        records=dict(state.records),
+    )
+    base_by_partition = state.by_partition
+    optimized, optimized_at = state.optimized, state.optimized_at
     change_by_partition: dict[str, list[ChangeFile]] = defaultdict(list)
     if change is not None:
         change_snapshot = change.current_snapshot()
@@ -151,7 +204,7 @@ def collect(table: TableHandle, partition_filter: BooleanExpression | None = Non
                     is_delete=meta.file_type is DataFileType.EQ_DELETE_FILE,
                 )
             )
-    last_commit = _last_optimizer_commit_ms(base)
+    last_commit = state.last_commit_ms
     collected.last_optimized_ms = last_commit or 0
     last_optimized = last_commit if last_commit is not None else created
     for path in sorted(set(base_by_partition) | set(change_by_partition)):

@@ -410,3 +410,28 @@ def test_a_disabled_table_is_not_collected_by_automatic_runs(tmp_path: Path, mon
     assert not table.optimizing.run().committed  # every commit of a streaming writer asks; it costs nothing
     monkeypatch.undo()
     assert table.optimizing.run("minor").committed  # a requested type still runs
+
+
+def test_collect_reuses_the_base_store_state_until_its_metadata_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planning after each ChangeStore commit reads the BaseStore's files once per BaseStore
+    version; a commit or a property change to the BaseStore is seen at once."""
+    from mixed_iceberg.optimizing import collect as collect_module
+
+    table = _keyed(tmp_path)
+    built = []
+    real = collect_module._base_files
+    monkeypatch.setattr(collect_module, "_base_files", lambda *a: built.append(1) or real(*a))
+    first = collect(table.refresh())
+    _churn(table, 2)  # ChangeStore only
+    second = collect(table.refresh())
+    assert len(built) == 1
+    assert len(second.partitions[0].change) == len(first.partitions[0].change) + 4
+    table.optimizing.run("minor")  # a BaseStore commit
+    third = collect(table.refresh())
+    assert len(built) == 2
+    assert third.base_snapshot_id != first.base_snapshot_id
+    assert third.partitions[0].change == ()
+    with table.base_store.transaction() as txn:  # a property change, same snapshot
+        txn.set_properties({"mixed-iceberg.test": "1"})
+    collect(table.refresh())
+    assert len(built) == 3
