@@ -224,10 +224,12 @@ def _indexed_rows(
         if dead is not None and len(at):
             living = ~dead[at]
             at, rows = at[living], rows.filter(pa.array(living))
-        lsn = np.full(len(at), base_lsn([segment.transaction_id])[0], dtype=np.int64)
-        found.append(rows.append_column(LSN, pa.array(lsn)))
+        found.append(rows)
         positions.append(at + start)
-    return pa.concat_tables(found), np.concatenate(positions), counts
+    # Each row's LSN is its segment's: one repeat for all segments, not a column per segment.
+    lengths = np.fromiter((len(p) for p in positions), dtype=np.int64, count=len(positions))
+    lsn = np.repeat(base_lsn([s.transaction_id for s in segments]), lengths)
+    return pa.concat_tables(found).append_column(LSN, pa.array(lsn)), np.concatenate(positions), counts
 
 
 def _merge_by_engine(
@@ -321,7 +323,8 @@ def execute_task(
             deletes = read_change_rows(io, schema, [r for r in refs if r.is_delete], wanted, AlwaysTrue(), schemas=history)
         if inserts is not None and deletes is not None and not config.is_default:
             output.rows_in = data.num_rows + inserts.num_rows + deletes.num_rows
-            survivors, kills = _merge_by_engine(table, config, data, inserts, deletes, segments, dead_masks)
+            merged, kills = _merge_by_engine(table, config, data, inserts, deletes, segments, dead_masks)
+            survivors = [merged]
         elif inserts is not None and deletes is not None:
             output.rows_in = data.num_rows + inserts.num_rows + deletes.num_rows
             settled = [KeyedRows.of([data.column(k) for k in keys], data.column(LSN).to_numpy(), True)]
@@ -342,25 +345,29 @@ def execute_task(
             (data_keep, *segment_keep), (insert_keep, _, *_) = latest_by_key(settled, tail)
             if segments:
                 kills = _per_segment(alive[~segment_keep[0]], counts)
-            survivors = pa.concat_tables(
-                [keep_rows(data, data_keep), keep_rows(inserts.select(data.column_names), insert_keep)],
-                promote_options="permissive",
-            ).drop_columns([LSN])
+            # Kept apart: the layout groups each by node (a rewritten segment is one node's rows,
+            # sliced, not copied) and joins them per node, as if concatenated.
+            survivors = [
+                keep_rows(data, data_keep).drop_columns([LSN]),
+                keep_rows(inserts.select(data.column_names), insert_keep).drop_columns([LSN]),
+            ]
         else:
             output.rows_in = data.num_rows
-            survivors = data.drop_columns([LSN])
+            survivors = [data.drop_columns([LSN])]
     else:
         # Unkeyed and plain Iceberg tables: Iceberg's delete rules, equality deletes included.
         attached = {p for f in task.rewrite for p in (*f.pos_delete_files, *f.eq_delete_files)}
-        survivors = read_with_deletes(
-            base,
-            [collected.data_files[f.path] for f in task.rewrite],
-            [collected.delete_files[p] for p in sorted(attached)],
-            schema,
-            schema,
-        )
-        output.rows_in = survivors.num_rows
-    output.rows_out = survivors.num_rows
+        survivors = [
+            read_with_deletes(
+                base,
+                [collected.data_files[f.path] for f in task.rewrite],
+                [collected.delete_files[p] for p in sorted(attached)],
+                schema,
+                schema,
+            )
+        ]
+        output.rows_in = survivors[0].num_rows
+    output.rows_out = sum(part.num_rows for part in survivors)
     transaction_id = max([*(f.transaction_id for f in task.rewrite), *(r.transaction_id for r in refs), 0])
     # Cut output by the on-disk size of the input rows: cut by Arrow memory, a merge of two
     # 4 MB files came out as two files again (Parquet is about half the size in memory), so

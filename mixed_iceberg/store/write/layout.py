@@ -184,17 +184,45 @@ def chunk_rows(rows: pa.Table, target_bytes: int, bytes_per_row: float | None = 
     return [rows.slice(start, step) for start in range(0, rows.num_rows, step)]
 
 
+def _split_parts(store: Table, parts: Sequence[pa.Table], primary_key: Sequence[str], buckets: int) -> list[RowGroup]:
+    """:func:`split_rows` of the concatenation of ``parts`` (same groups, same row order), without
+    concatenating them first: each part is grouped on its own and the groups it shares joined.
+    A big part of one node (a segment being rewritten) is then sliced, not copied by a sort
+    together with a small part of every node (the change's inserts)."""
+    if len(parts) == 1:
+        return split_rows(store, parts[0], primary_key, buckets)
+    by_partition: dict[str, dict[int, list[RowGroup]]] = {}
+    for part in parts:
+        for group in split_rows(store, part, primary_key, buckets):
+            by_partition.setdefault(group.partition_path, {}).setdefault(group.node.id, []).append(group)
+    return [
+        RowGroup(
+            groups[0].partition,
+            path,
+            groups[0].node,
+            groups[0].rows if len(groups) == 1 else pa.concat_tables([g.rows for g in groups], promote_options="permissive"),
+        )
+        for path, nodes in by_partition.items()  # partitions by first appearance, as split_rows
+        for _, groups in sorted(nodes.items())  # nodes ascending, as split_rows
+    ]
+
+
 def split_sized(
     store: Table,
-    rows: pa.Table,
+    rows: pa.Table | Sequence[pa.Table],
     primary_key: Sequence[str],
     buckets: int,
     target_bytes: int,
     bytes_per_row: float | None = None,
 ) -> list[RowGroup]:
-    """:func:`split_rows`, then each group cut into pieces of about ``target_bytes``."""
+    """:func:`split_rows`, then each group cut into pieces of about ``target_bytes``.
+
+    ``rows`` may be given as parts (of one schema, up to type promotion): the groups are those
+    of their concatenation, built without it.
+    """
+    parts = [rows] if isinstance(rows, pa.Table) else list(rows)
     return [
         RowGroup(group.partition, group.partition_path, group.node, piece)
-        for group in split_rows(store, rows, primary_key, buckets)
+        for group in _split_parts(store, parts, primary_key, buckets)
         for piece in chunk_rows(group.rows, target_bytes, bytes_per_row)
     ]
