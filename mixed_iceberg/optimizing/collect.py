@@ -124,6 +124,7 @@ class _BaseState:
     data_files: dict[str, LiveFile]
     delete_files: dict[str, LiveFile]
     records: dict[str, tuple[int, Record]]
+    created_ms: int
     last_full_ms: int
     last_commit_ms: int | None
     optimized: dict[str, int]
@@ -145,13 +146,15 @@ def _base_state(base: Table, partition_filter: BooleanExpression | None, keyed_c
 
     def build() -> _BaseState:
         scratch = CollectedTable([], 0, None, None)
+        created = _created_ms(base)
         by_partition = _base_files(base, live_files(base, snapshot, partition_filter=partition_filter), scratch)
         return _BaseState(
             by_partition=by_partition,
             data_files=scratch.data_files,
             delete_files=scratch.delete_files,
             records=scratch.records,
-            last_full_ms=_last_full_ms(base, _created_ms(base)),
+            created_ms=created,
+            last_full_ms=_last_full_ms(base, created),
             last_commit_ms=_last_optimizer_commit_ms(base),
             optimized=read_optimized_sequence(base, snapshot) if keyed_change else {},
             optimized_at=read_optimized_sequence(base, snapshot, BASE_OPTIMIZED_TIME) if keyed_change else {},
@@ -169,7 +172,6 @@ def collect(table: TableHandle, partition_filter: BooleanExpression | None = Non
     base = table.base_store
     change = table.change_store
     base_snapshot = base.current_snapshot()
-    created = _created_ms(base)
     state = _base_state(base, partition_filter, change is not None)
     collected = CollectedTable(
         [],
@@ -206,7 +208,7 @@ def collect(table: TableHandle, partition_filter: BooleanExpression | None = Non
             )
     last_commit = state.last_commit_ms
     collected.last_optimized_ms = last_commit or 0
-    last_optimized = last_commit if last_commit is not None else created
+    last_optimized = last_commit if last_commit is not None else state.created_ms
     for path in sorted(set(base_by_partition) | set(change_by_partition)):
         collected.partitions.append(
             PartitionFiles(
