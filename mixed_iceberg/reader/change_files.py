@@ -29,6 +29,7 @@ from pyiceberg.schema import Schema, prune_columns, visit_with_partner
 
 from mixed_iceberg.reader.field_ids import fits_by_name, history_fits_by_name
 from mixed_iceberg.reader.file_reads import filesystem_for
+from mixed_iceberg.reader.small_files import are_small, read_small_files
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
 
 __all__ = ["read_change_files"]
@@ -69,6 +70,7 @@ def read_change_files(
     columns: Sequence[str],
     row_filter: BooleanExpression,
     schemas: Sequence[Schema] | None = None,
+    record_counts: Sequence[int] | None = None,
 ) -> tuple[pa.Table, npt.NDArray[np.int64]]:
     """``columns`` and ``_file_offset`` of the rows of ``paths`` that pass ``row_filter``
     (bound to ``schema``, the current one), and the index into ``paths`` of each row's file.
@@ -76,7 +78,9 @@ def read_change_files(
     ``schemas``: every schema the ChangeStore has had (``metadata.schemas``). When none of them
     names a wanted column differently from ``schema`` (no rename, re-creation or widening of
     it), every file is read by name without a look at its footer; otherwise, and without
-    ``schemas``, each file's footer decides."""
+    ``schemas``, each file's footer decides. ``record_counts`` (each file's rows, as its
+    manifest says): small files without a row filter are read one by one, more cheaply
+    (:mod:`mixed_iceberg.reader.small_files`)."""
     file_schema = Schema(*schema.fields, FILE_OFFSET_FIELD)
     output = [*columns, FILE_OFFSET_FIELD.name]
     wanted = _wanted(schema, columns, row_filter)
@@ -87,8 +91,12 @@ def read_change_files(
         condition = expression_to_pyarrow(bind(schema, row_filter, case_sensitive=True), schema)
     filesystem, _ = filesystem_for(io, paths[0])
     local = [filesystem_for(io, path)[1] for path in paths]
+    fits = _always_fits(schema, wanted, expected, schemas)
+    if fits and condition is None and record_counts is not None and are_small(record_counts):
+        rows, counts = read_small_files(filesystem, local, pa.schema([target.field(name) for name in output]))
+        return rows, np.repeat(np.arange(len(paths), dtype=np.int64), counts)
     dataset = ds.dataset(local, schema=target, format="parquet", filesystem=filesystem)
-    if _always_fits(schema, wanted, expected, schemas):
+    if fits:
         return _scan(dataset, output, condition, np.arange(len(paths), dtype=np.int64))
     fragments = list(dataset.get_fragments())
     with ThreadPoolExecutor(max_workers=min(8, len(fragments))) as pool:  # footers, read in parallel

@@ -38,6 +38,7 @@ from mixed_iceberg.exceptions import CorruptTableError
 from mixed_iceberg.reader.field_ids import history_fits_by_name
 from mixed_iceberg.reader.merge import keep_rows
 from mixed_iceberg.reader.runs import Runs
+from mixed_iceberg.reader.small_files import are_small, read_small_files
 from mixed_iceberg.store.write.position_deletes import referenced_data_file
 
 __all__ = [
@@ -318,12 +319,15 @@ def _read_whole(store: Table, tasks: Sequence[FileScanTask], projected: Schema) 
 
     While no schema of the table named the projected columns otherwise, every file names them
     as the current schema does, so one multi-threaded pyarrow dataset scan reads them (about
-    20 % less CPU than pyiceberg's per-file projection); otherwise pyiceberg maps them by id.
+    20 % less CPU than pyiceberg's per-file projection), or, small files, one read per file;
+    otherwise pyiceberg maps them by id.
     """
     if _by_name(store, tasks, projected):
         filesystem, _ = filesystem_for(store.io, tasks[0].file.file_path)
         local = [filesystem_for(store.io, t.file.file_path)[1] for t in tasks]
         target = schema_to_pyarrow(projected, include_field_ids=False)
+        if are_small([t.file.record_count for t in tasks]):
+            return read_small_files(filesystem, local, target)[0]
         return ds.dataset(local, schema=target, format="parquet", filesystem=filesystem).to_table(columns=target.names)
     return ArrowScan(store.metadata, store.io, projected, AlwaysTrue()).to_table([FileScanTask(t.file) for t in tasks])
 

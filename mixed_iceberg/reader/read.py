@@ -56,7 +56,9 @@ def read_change_rows(
         empty = file_schema.empty_table().select([*columns, FILE_OFFSET_FIELD.name])
         return _tag_change(empty, np.empty(0, np.int64), np.empty(0, np.int64))
     # By field id: files of the current schema in one dataset scan, the others projected.
-    rows, fragment = read_change_files(io, schema, [ref.path for ref in refs], columns, row_filter, schemas)
+    rows, fragment = read_change_files(
+        io, schema, [ref.path for ref in refs], columns, row_filter, schemas, [ref.record_count for ref in refs]
+    )
     tx = np.fromiter((ref.transaction_id for ref in refs), dtype=np.int64, count=len(refs))[fragment]
     offsets = rows.column(FILE_OFFSET_FIELD.name).fill_null(0).to_numpy()
     return _tag_change(rows, tx, offsets)
