@@ -20,7 +20,7 @@ from pyiceberg.types import LongType
 
 from mixed_iceberg import MixedTable
 from mixed_iceberg.reader.change_files import read_change_files
-from mixed_iceberg.reader.small_files import SMALL_FILE_ROWS, are_small, read_small_files
+from mixed_iceberg.reader.small_files import SMALL_FILE_ROWS, SMALL_READ_ROWS, are_small, read_small_files
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog
 
 
@@ -49,10 +49,13 @@ def test_no_file_gives_an_empty_table_of_the_target_schema() -> None:
     assert counts.tolist() == []
 
 
-def test_files_count_as_small_by_their_mean_row_count() -> None:
+def test_files_count_as_small_by_their_mean_and_total_row_counts() -> None:
     assert are_small([SMALL_FILE_ROWS, SMALL_FILE_ROWS])
     assert are_small([1, 2 * SMALL_FILE_ROWS - 1])
     assert not are_small([SMALL_FILE_ROWS + 1])
+    many = SMALL_READ_ROWS // 1000
+    assert are_small([1000] * many)
+    assert not are_small([1000] * (many + 1))  # many small files: the dataset's threads read them faster
     assert not are_small([])
 
 
