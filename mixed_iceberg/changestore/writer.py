@@ -19,6 +19,7 @@ from pyiceberg.typedef import Record
 
 from mixed_iceberg.format import DataTreeNode, WriterIdentity, tree_node_ids
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, change_file_schema
+from mixed_iceberg.sorting import stable_order
 from mixed_iceberg.store.write.layout import RowGroup, split_rows
 from mixed_iceberg.store.write.parallel import write_groups
 from mixed_iceberg.typedef import DataFileType
@@ -77,7 +78,7 @@ def _node_groups(rows: pa.Table, nodes: npt.NDArray[np.int64], picked: npt.NDArr
     """
     if len(picked) == 0:
         return []
-    order = picked[np.argsort(nodes[picked], kind="stable")]
+    order = picked[stable_order(nodes[picked])]
     sorted_nodes = nodes[order]
     taken = rows.take(pa.array(order))
     starts = [0, *(np.flatnonzero(np.diff(sorted_nodes)) + 1).tolist()]

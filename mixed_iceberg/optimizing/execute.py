@@ -276,6 +276,17 @@ def _per_segment(positions: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]
     ]
 
 
+def _grouped_by_node(files: Sequence[BaseFile]) -> list[BaseFile]:
+    """``files`` with the files of each tree node together (in their order otherwise), when all
+    are of one depth. Files of different nodes of one depth share no key, so the merge is the
+    same in any order of them; read grouped, the rows reach the layout grouped by node, and it
+    slices them instead of copying them all through a sort by node (a major's 800,000 rows of
+    segments of several nodes: a 15 ms take)."""
+    if len({f.node.mask for f in files}) != 1:
+        return list(files)
+    return sorted(files, key=lambda f: f.node.index)
+
+
 def _disk_bytes_per_row(task: RewriteTask) -> float | None:
     """Bytes a row takes in the task's input files: base files when any, else change inserts."""
     sized = [(f.size, f.records) for f in task.rewrite] or [(c.size, c.records) for c in task.change if not c.is_delete]
@@ -306,8 +317,9 @@ def execute_task(
     dead_masks = _dead_masks(segments, earlier_by_path)
     kills = [np.empty(0, np.int64)] * len(segments)
     if keys:
-        scans = [_scan_task(collected, f) for f in task.rewrite]
-        data = read_base_rows(base, scans, [f.transaction_id for f in task.rewrite], schema, AlwaysTrue())
+        rewrite = _grouped_by_node(task.rewrite)
+        scans = [_scan_task(collected, f) for f in rewrite]
+        data = read_base_rows(base, scans, [f.transaction_id for f in rewrite], schema, AlwaysTrue())
         inserts = deletes = None
         config = table.merge_config
         if table.change_store is not None and refs:

@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from mixed_iceberg.exceptions import CorruptTableError
 from mixed_iceberg.format.javahash import key_hash
+from mixed_iceberg.sorting import stable_order
 
 __all__ = ["IndexedFile", "SegmentIndex", "probe_hashes"]
 
@@ -74,7 +75,7 @@ class SegmentIndex:
         if keys.num_rows != file.records:
             raise CorruptTableError(f"{file.path} holds {keys.num_rows} rows; its manifest says {file.records}")
         hashes = key_hash(keys.columns) if keys.num_rows else np.empty(0, np.int32)
-        order = np.argsort(hashes, kind="stable")
+        order = stable_order(hashes)
         return cls(file, hashes[order], order.astype(np.int64), keys.take(pa.array(order)))
 
     @property
@@ -97,7 +98,7 @@ class SegmentIndex:
             # Every index in [low, low + count) of every hit: the range starts repeated, plus offsets.
             starts = np.repeat(low - np.cumsum(counts) + counts, counts)
             entries = starts + np.arange(int(counts.sum()), dtype=np.int64)
-        order = np.argsort(self.positions[entries], kind="stable")
+        order = np.argsort(self.positions[entries])  # positions are distinct: any sort is stable
         entries = entries[order]
         return self.positions[entries], self.keys.take(pa.array(entries))
 

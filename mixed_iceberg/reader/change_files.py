@@ -31,6 +31,7 @@ from mixed_iceberg.reader.field_ids import fits_by_name, history_fits_by_name
 from mixed_iceberg.reader.file_reads import filesystem_for
 from mixed_iceberg.reader.small_files import are_small, read_small_files
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
+from mixed_iceberg.sorting import stable_order
 
 __all__ = ["read_change_files"]
 
@@ -125,7 +126,7 @@ def read_change_files(
             pieces.append((rows, np.full(rows.num_rows, i, dtype=np.int64)))
     tables = pa.concat_tables([t for t, _ in pieces], promote_options="permissive")
     index = np.concatenate([i for _, i in pieces])
-    order = np.argsort(index, kind="stable")  # in ``paths`` order, as the dataset scan reads
+    order = stable_order(index)  # in ``paths`` order, as the dataset scan reads
     return tables.take(pa.array(order)), index[order]
 
 

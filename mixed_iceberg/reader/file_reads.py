@@ -39,6 +39,7 @@ from mixed_iceberg.reader.field_ids import history_fits_by_name
 from mixed_iceberg.reader.merge import keep_rows
 from mixed_iceberg.reader.runs import Runs
 from mixed_iceberg.reader.small_files import are_small, read_small_files
+from mixed_iceberg.sorting import stable_order
 from mixed_iceberg.store.write.position_deletes import referenced_data_file
 
 __all__ = [
@@ -173,7 +174,7 @@ def _read_positions(store: Table, files: Sequence[DataFile]) -> dict[str, dict[s
         encoded = rows.column(_FILE_PATH).combine_chunks().dictionary_encode()
         codes = encoded.indices.to_numpy(zero_copy_only=False)
         positions = rows.column(_POS).to_numpy()
-        order = np.argsort(codes, kind="stable")
+        order = stable_order(codes)
         bounds = np.searchsorted(codes[order], np.arange(len(encoded.dictionary) + 1))
         for i, path in enumerate(encoded.dictionary.to_pylist()):
             found[d.file_path][str(path)] = positions[order[bounds[i] : bounds[i + 1]]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mixed_iceberg.format import DataTreeNode, format_file_name
+from mixed_iceberg.optimizing.execute import _grouped_by_node
 from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, OptimizingType, RewriteTask
 from mixed_iceberg.optimizing.split import split_task
 from mixed_iceberg.typedef import DataFileType
@@ -95,3 +96,13 @@ def test_unkeyed_tasks_pack_their_files() -> None:
     assert sorted(f.path for p in parts for f in p.rewrite) == sorted(f.path for f in files)
     assert all(p.input_bytes <= 7 * MB for p in parts)
     assert len(parts) == 3
+
+
+def test_rewritten_files_are_read_grouped_by_node_only_when_their_keys_cannot_meet() -> None:
+    # Files of different nodes of one depth share no key, so reading them grouped by node (the
+    # layout then slices each node's rows, no sort) cannot change the merge.
+    a0, b1, c0, d2, e1 = (base(n, DataTreeNode(3, i)) for n, i in (("a", 0), ("b", 1), ("c", 0), ("d", 2), ("e", 1)))
+    assert [f.path for f in _grouped_by_node([a0, b1, c0, d2, e1])] == ["a", "c", "b", "e", "d"]
+    # A root file shares keys with every node: the order (and so ties between equal rows) is kept.
+    root = base("r", DataTreeNode(0, 0))
+    assert [f.path for f in _grouped_by_node([b1, root, a0])] == ["b", "r", "a"]
