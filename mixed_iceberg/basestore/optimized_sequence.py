@@ -53,6 +53,7 @@ from pyiceberg.table.statistics import BlobMetadata, StatisticsFile
 from mixed_iceberg._pyiceberg.row_delta import add_snapshot_properties
 from mixed_iceberg._pyiceberg.transaction import transaction_table
 from mixed_iceberg.exceptions import CommitConflictError, CorruptTableError, OptimizedSequenceMismatchError
+from mixed_iceberg.store.ancestry import ancestors
 from mixed_iceberg.store.commit import CommitOutcome, commit_files
 
 __all__ = [
@@ -179,11 +180,11 @@ def stage_optimized_sequence(
 
 
 def _flagged_snapshot(metadata: TableMetadata, snapshot: Snapshot | None) -> Snapshot | None:
-    while snapshot is not None:
-        if snapshot.summary is not None and snapshot.summary.get(f"{OPTIMIZED_SEQUENCE}.exist") == "true":
-            return snapshot
-        parent = snapshot.parent_snapshot_id
-        snapshot = metadata.snapshot_by_id(parent) if parent is not None else None
+    if snapshot is None:
+        return None
+    for ancestor in ancestors(metadata, snapshot):
+        if ancestor.summary is not None and ancestor.summary.get(f"{OPTIMIZED_SEQUENCE}.exist") == "true":
+            return ancestor
     return None
 
 

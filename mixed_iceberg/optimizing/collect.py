@@ -25,6 +25,7 @@ from mixed_iceberg.caching import LruCache
 from mixed_iceberg.format import parse_base, parse_change
 from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, PartitionFiles
 from mixed_iceberg.reader.file_reads import positions_by_file
+from mixed_iceberg.store.ancestry import ancestors
 from mixed_iceberg.store.manifests.delete_index import DeleteIndex
 from mixed_iceberg.store.manifests.live_files import LiveFile, live_files
 from mixed_iceberg.store.write.layout import partition_path
@@ -65,12 +66,9 @@ def _created_ms(table: Table) -> int:
 
 
 def _last_full_ms(base: Table, default: int) -> int:
-    snapshot = base.current_snapshot()
-    while snapshot is not None:
+    for snapshot in ancestors(base.metadata):
         if snapshot.summary is not None and snapshot.summary.get(OPTIMIZING_TYPE) == "full":
             return snapshot.timestamp_ms
-        parent = snapshot.parent_snapshot_id
-        snapshot = base.metadata.snapshot_by_id(parent) if parent is not None else None
     return default
 
 
@@ -224,10 +222,7 @@ def collect(table: TableHandle, partition_filter: BooleanExpression | None = Non
 
 def _last_optimizer_commit_ms(base: Table) -> int | None:
     """When the optimizer last committed to the BaseStore, if ever."""
-    snapshot = base.current_snapshot()
-    while snapshot is not None:
+    for snapshot in ancestors(base.metadata):
         if snapshot.summary is not None and snapshot.summary.get(OPTIMIZING_TYPE):
             return snapshot.timestamp_ms
-        parent = snapshot.parent_snapshot_id
-        snapshot = base.metadata.snapshot_by_id(parent) if parent is not None else None
     return None

@@ -23,6 +23,7 @@ from mixed_iceberg._pyiceberg.row_delta import stage_rewrite
 from mixed_iceberg._pyiceberg.transaction import GuardedTransaction, StagedAppend, stage_merge_append
 from mixed_iceberg.exceptions import CommitConflictError, CommitStateUnknownError
 from mixed_iceberg.options import MANIFEST_MERGE_ENABLED
+from mixed_iceberg.store.ancestry import ancestors
 from mixed_iceberg.typedef import CommitId
 
 __all__ = [
@@ -69,14 +70,10 @@ class _AlreadyCommittedError(Exception):
 
 def last_committed_sequence(table: Table, writer: str) -> int | None:
     """The newest sequence recorded by ``writer`` in the current snapshot's ancestry."""
-    metadata = table.metadata
-    snapshot = metadata.current_snapshot()
-    while snapshot is not None:
+    for snapshot in ancestors(table.metadata):
         summary = snapshot.summary
         if summary is not None and summary.get(COMMIT_WRITER) == writer:
             return int(summary.get(COMMIT_SEQUENCE) or -1)
-        parent = snapshot.parent_snapshot_id
-        snapshot = metadata.snapshot_by_id(parent) if parent is not None else None
     return None
 
 

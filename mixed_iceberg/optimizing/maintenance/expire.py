@@ -47,6 +47,7 @@ from mixed_iceberg.basestore.optimized_sequence import OPTIMIZED_SEQUENCE
 from mixed_iceberg.exceptions import CommitConflictError, CommitStateUnknownError
 from mixed_iceberg.optimizing.maintenance.reachability import Referenced, References
 from mixed_iceberg.optimizing.maintenance.storage import Storage
+from mixed_iceberg.store.ancestry import ancestors
 from mixed_iceberg.store.commit import COMMIT_WRITER
 
 __all__ = ["ExpiryPlan", "StoreExpiry", "expire_stores", "plan_expiry"]
@@ -77,13 +78,7 @@ class StoreExpiry:
 
 
 def _ancestry(metadata: TableMetadata) -> list[Snapshot]:
-    chain = []
-    snapshot = metadata.current_snapshot()
-    while snapshot is not None:
-        chain.append(snapshot)
-        parent = snapshot.parent_snapshot_id
-        snapshot = metadata.snapshot_by_id(parent) if parent is not None else None
-    return chain
+    return list(ancestors(metadata))
 
 
 def plan_expiry(metadata: TableMetadata, *, expire_before_ms: int, min_count: int) -> ExpiryPlan:
