@@ -30,6 +30,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -50,6 +51,7 @@ from mixed_iceberg.ingest.progress import (
 from mixed_iceberg.ingest.runtime import load_table
 from mixed_iceberg.ingest.writer import commit_writer_id, committed_offsets, log_position_group
 from mixed_iceberg.logstore.kafka import committed_positions, readable_from, watermarks
+from mixed_iceberg.store.ancestry import ancestors
 from mixed_iceberg.store.commit import COMMIT_WRITER
 from mixed_iceberg.table import MixedTable
 
@@ -134,17 +136,15 @@ class TableProbe:
         metadata = store.metadata
         writers = {commit_writer_id(self.config.job_name, self.config.source.topic, p) for p in partitions}
         out = []
-        snapshot = metadata.current_snapshot()
-        budget = _HISTORY if self._seen is None else None
-        while snapshot is not None and snapshot.snapshot_id != self._seen and budget != 0:
+        chain = ancestors(metadata)
+        for snapshot in islice(chain, _HISTORY) if self._seen is None else chain:
+            if snapshot.snapshot_id == self._seen:
+                break
             summary = snapshot.summary
             if summary is not None and summary.get(COMMIT_WRITER) in writers:
                 record = commit_record(summary, snapshot.timestamp_ms, self.config.source.topic)
                 if record is not None:
                     out.append(record)
-            parent = snapshot.parent_snapshot_id
-            snapshot = metadata.snapshot_by_id(parent) if parent is not None else None
-            budget = None if budget is None else budget - 1
         out.reverse()
         return out
 

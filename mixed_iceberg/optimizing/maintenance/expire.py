@@ -34,7 +34,6 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import Table, TableProperties
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import SnapshotRefType
-from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.table.update import (
     AssertTableUUID,
     RemovePartitionStatisticsUpdate,
@@ -77,10 +76,6 @@ class StoreExpiry:
     kept: int
 
 
-def _ancestry(metadata: TableMetadata) -> list[Snapshot]:
-    return list(ancestors(metadata))
-
-
 def plan_expiry(metadata: TableMetadata, *, expire_before_ms: int, min_count: int) -> ExpiryPlan:
     """Choose the snapshots of one store to expire (pure: metadata in, ids out).
 
@@ -92,7 +87,7 @@ def plan_expiry(metadata: TableMetadata, *, expire_before_ms: int, min_count: in
     Returns:
         The plan; ``keep`` lists every snapshot that stays.
     """
-    chain = _ancestry(metadata)
+    chain = list(ancestors(metadata))
     depth = min(max(min_count, 1), len(chain)) - 1
     writers: set[str] = set()
     flagged = False
