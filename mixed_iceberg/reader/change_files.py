@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -27,15 +28,38 @@ from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import ArrowAccessor, ArrowProjectionVisitor, expression_to_pyarrow, pyarrow_to_schema
 from pyiceberg.schema import Schema, prune_columns, visit_with_partner
 
+from mixed_iceberg.caching import IdentityCache
 from mixed_iceberg.reader.field_ids import fits_by_name, history_fits_by_name
 from mixed_iceberg.reader.file_reads import filesystem_for
 from mixed_iceberg.reader.small_files import are_small, read_small_files
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
 from mixed_iceberg.sorting import stable_order
 
-__all__ = ["read_change_files"]
+__all__ = ["ChangeFileSchemas", "change_file_schemas", "read_change_files"]
 
 _FRAGMENT = "__fragment_index"
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeFileSchemas:
+    """A change file's schema for one table schema: its columns and ``_file_offset``."""
+
+    iceberg: Schema
+    by_name: pa.Schema  # without field ids: what a scan by name reads into
+    with_ids: pa.Schema  # with field ids: what a file written under the schema holds
+
+
+#: Per table schema object: pyiceberg's schema conversion took about a sixth of a minor's
+#: change-file reads (one per wanted column, on every read).
+_FILE_SCHEMAS: IdentityCache[ChangeFileSchemas] = IdentityCache(64)
+
+
+def change_file_schemas(schema: Schema) -> ChangeFileSchemas:
+    def build() -> ChangeFileSchemas:
+        iceberg = Schema(*schema.fields, FILE_OFFSET_FIELD)
+        return ChangeFileSchemas(iceberg, arrow_schema(iceberg, field_ids=False), arrow_schema(iceberg))
+
+    return _FILE_SCHEMAS.get_or_build((schema,), build)
 
 
 def _wanted(schema: Schema, columns: Sequence[str], row_filter: BooleanExpression) -> list[str]:
@@ -55,7 +79,7 @@ def _always_fits(schema: Schema, wanted: Sequence[str], expected: Sequence[pa.Fi
     identifiers = set(schema.identifier_field_ids)
     if all(schema.find_field(name).field_id in identifiers for name in wanted if name != FILE_OFFSET_FIELD.name):
         return True
-    offset = arrow_schema(Schema(FILE_OFFSET_FIELD)).field(0)
+    offset = change_file_schemas(schema).with_ids.field(FILE_OFFSET_FIELD.name)
     return schemas is not None and history_fits_by_name(schemas, expected, (offset,))
 
 
@@ -82,11 +106,12 @@ def read_change_files(
     ``schemas``, each file's footer decides. ``record_counts`` (each file's rows, as its
     manifest says): small files without a row filter are read one by one, more cheaply
     (:mod:`mixed_iceberg.reader.small_files`)."""
-    file_schema = Schema(*schema.fields, FILE_OFFSET_FIELD)
+    schemas_of_file = change_file_schemas(schema)
+    file_schema = schemas_of_file.iceberg
     output = [*columns, FILE_OFFSET_FIELD.name]
     wanted = _wanted(schema, columns, row_filter)
-    target = arrow_schema(file_schema, field_ids=False)
-    expected = [arrow_schema(file_schema).field(name) for name in wanted]
+    target = schemas_of_file.by_name
+    expected = [schemas_of_file.with_ids.field(name) for name in wanted]
     condition = None
     if not isinstance(row_filter, AlwaysTrue):
         condition = expression_to_pyarrow(bind(schema, row_filter, case_sensitive=True), schema)

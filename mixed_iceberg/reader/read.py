@@ -20,7 +20,7 @@ from pyiceberg.manifest import DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
 
-from mixed_iceberg.reader.change_files import read_change_files
+from mixed_iceberg.reader.change_files import change_file_schemas, read_change_files
 from mixed_iceberg.reader.file_reads import filesystem_for, read_data_files, read_files
 from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, keep_rows, pack_lsn
 from mixed_iceberg.reader.plan import ChangeFileRef
@@ -52,8 +52,7 @@ def read_change_rows(
     Columns are resolved by field id. ``schemas`` (the ChangeStore's ``metadata.schemas``)
     spares a look at the files' footers while no schema named a wanted column otherwise."""
     if not refs:
-        file_schema = arrow_schema(Schema(*schema.fields, FILE_OFFSET_FIELD), field_ids=False)
-        empty = file_schema.empty_table().select([*columns, FILE_OFFSET_FIELD.name])
+        empty = change_file_schemas(schema).by_name.empty_table().select([*columns, FILE_OFFSET_FIELD.name])
         return _tag_change(empty, np.empty(0, np.int64), np.empty(0, np.int64))
     # By field id: files of the current schema in one dataset scan, the others projected.
     rows, fragment = read_change_files(
