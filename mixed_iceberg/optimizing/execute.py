@@ -219,11 +219,7 @@ def _indexed_rows(
         if node not in by_node:
             by_node[node] = probe[(probe & np.int32(node[0])) == node[1]] if node[0] else probe
         index = segment_index(base, IndexedFile(segment.path, segment.size, segment.records), keys)
-        at, rows = index.find(by_node[node])
-        dead = dead_masks.get(segment.path)
-        if dead is not None and len(at):
-            living = ~dead[at]
-            at, rows = at[living], rows.filter(pa.array(living))
+        at, rows = index.find(by_node[node], dead_masks.get(segment.path))
         found.append(rows)
         positions.append(at + start)
     # Each row's LSN is its segment's: one repeat for all segments, not a column per segment.

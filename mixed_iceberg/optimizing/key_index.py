@@ -82,9 +82,13 @@ class SegmentIndex:
     def nbytes(self) -> int:
         return int(self.hashes.nbytes + self.positions.nbytes + self.keys.nbytes)
 
-    def find(self, probe: npt.NDArray[np.int32]) -> tuple[npt.NDArray[np.int64], pa.Table]:
+    def find(
+        self, probe: npt.NDArray[np.int32], dead: npt.NDArray[np.bool_] | None = None
+    ) -> tuple[npt.NDArray[np.int64], pa.Table]:
         """Rows whose key hash is in ``probe`` (from :func:`probe_hashes`): their positions, ascending,
-        and their key columns in that order. Costs the smaller side times the log of the larger."""
+        and their key columns in that order, leaving out the positions ``dead`` marks (a mask over
+        the file's rows: those its position deletes removed). Costs the smaller side times the
+        log of the larger."""
         if len(self.hashes) <= len(probe):  # a small segment: look its hashes up in the probe
             at = np.minimum(np.searchsorted(probe, self.hashes), max(len(probe) - 1, 0))
             entries = np.flatnonzero(probe[at] == self.hashes) if len(probe) else np.empty(0, np.int64)
@@ -98,9 +102,12 @@ class SegmentIndex:
             # Every index in [low, low + count) of every hit: the range starts repeated, plus offsets.
             starts = np.repeat(low - np.cumsum(counts) + counts, counts)
             entries = starts + np.arange(int(counts.sum()), dtype=np.int64)
-        order = np.argsort(self.positions[entries])  # positions are distinct: any sort is stable
-        entries = entries[order]
-        return self.positions[entries], self.keys.take(pa.array(entries))
+        positions = self.positions[entries]
+        if dead is not None and len(positions):
+            alive = ~dead[positions]
+            entries, positions = entries[alive], positions[alive]
+        order = np.argsort(positions)  # positions are distinct: any sort is stable
+        return positions[order], self.keys.take(pa.array(entries[order]))
 
     # -- serialized form -------------------------------------------------------------------------
 

@@ -48,14 +48,16 @@ class EqualityDeletes:
 
 
 class _BySequence:
-    """Delete files of one scope, sorted by data sequence number."""
+    """Delete files of one scope, sorted by data sequence number, with their ``file_path``
+    bounds (read once here: a lookup per data file compares them with the file's path)."""
 
-    __slots__ = ("files", "sequences")
+    __slots__ = ("bounds", "files", "sequences")
 
     def __init__(self, files: list[LiveFile]) -> None:
         files.sort(key=lambda live: live.sequence_number)
         self.files = tuple(files)
         self.sequences = [live.sequence_number for live in files]
+        self.bounds = [_path_bounds(live.data_file) for live in files]
 
     def at_or_after(self, sequence: int) -> int:
         """Index of the first file whose sequence number is >= ``sequence``."""
@@ -69,10 +71,17 @@ class _BySequence:
 _EMPTY = _BySequence([])
 
 
-def _may_target(delete: DataFile, path: bytes) -> bool:
-    """Whether ``path`` lies within the delete file's ``file_path`` bounds (true without bounds)."""
-    lower = (delete.lower_bounds or {}).get(FILE_PATH_FIELD_ID)
-    upper = (delete.upper_bounds or {}).get(FILE_PATH_FIELD_ID)
+def _path_bounds(delete: DataFile) -> tuple[bytes | None, bytes | None]:
+    """The delete file's ``file_path`` lower and upper bounds (``None`` where it has none)."""
+    return (
+        (delete.lower_bounds or {}).get(FILE_PATH_FIELD_ID),
+        (delete.upper_bounds or {}).get(FILE_PATH_FIELD_ID),
+    )
+
+
+def _within(bounds: tuple[bytes | None, bytes | None], path: bytes) -> bool:
+    """Whether ``path`` lies within ``bounds`` (true where a bound is missing)."""
+    lower, upper = bounds
     return (lower is None or lower <= path) and (upper is None or path <= upper)
 
 
@@ -131,10 +140,11 @@ class DeleteIndex:
         f = data.data_file
         targeted = self._position_targeted.get(f.file_path, _EMPTY)
         scoped = self._position_scoped.get((f.spec_id, f.partition), _EMPTY)
-        later = scoped.files[scoped.at_or_after(data.sequence_number) :]
+        first = scoped.at_or_after(data.sequence_number)
+        later = scoped.files[first:]
         if later:
             path = f.file_path.encode()
-            later = tuple(d for d in later if _may_target(d.data_file, path))
+            later = tuple(d for d, bounds in zip(later, scoped.bounds[first:], strict=True) if _within(bounds, path))
         return targeted.files[targeted.at_or_after(data.sequence_number) :] + later
 
     def equality_deletes(self, data: LiveFile) -> EqualityDeletes:

@@ -48,6 +48,12 @@ def test_a_lookup_matches_a_brute_force_scan_of_the_hashes(rows: int, probes: in
     expected = np.flatnonzero(np.isin(key_hash([pa.array(ids, pa.int64())]), key_hash([probed])))
     assert positions.tolist() == expected.tolist()
     assert keys.column("id").to_numpy().tolist() == ids[expected].tolist()
+    # Rows a position delete removed are left out, their keys with them.
+    dead = rng.random(rows) < 0.3
+    positions, keys = index.find(probe_hashes([probed]), dead)
+    expected = expected[~dead[expected]]
+    assert positions.tolist() == expected.tolist()
+    assert keys.column("id").to_numpy().tolist() == ids[expected].tolist()
 
 
 def test_a_serialized_index_reads_back_for_its_own_file_only() -> None:
