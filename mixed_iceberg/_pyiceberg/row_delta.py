@@ -214,9 +214,8 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
     """Adds and removes data and delete files in one snapshot.
 
     The base class reads ``_added_data_files`` and ``_deleted_data_files`` (any content) to build
-    the summary totals; ``_manifests`` is replaced so that each content and spec gets one new
-    manifest, holding the added files and the rest of every manifest that held a removed file
-    (the others are carried over as they are).
+    the summary totals; ``_manifests`` is replaced so that added files go to manifests of their
+    own content and spec, and only manifests holding a removed file are rewritten.
     """
 
     def __init__(
@@ -254,23 +253,9 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
         # The summary counts what the manifests say was removed, not the caller's copies.
         self._deleted_data_files = {entry.data_file for entry in self._removed_entries}
         merging = self._groups_to_merge(plan)
-        # One manifest per (content, spec) group for what this snapshot writes: its added
-        # files, the live entries of every manifest that held a removed file (an optimizer
-        # commit removes files of several earlier commits: four small manifests rewritten one
-        # by one, each a new entry of every later manifest list), and, when the group merges,
-        # its small manifests.
-        default_spec_id = self._transaction.table_metadata.default_spec_id
-        groups: dict[tuple[ManifestContent, int], list[tuple[ManifestFile, list[ManifestEntry] | None]]] = {
-            (_manifest_content(f), spec_id_of(f, default_spec_id)): [] for f in self._added_data_files
-        }
-        carried: list[ManifestFile] = []
-        for manifest, entries in plan:
-            key = (manifest.content, manifest.partition_spec_id)
-            if entries is not None or (key in merging and self._mergeable(manifest) is not None):
-                groups.setdefault(key, []).append((manifest, entries))
-            else:
-                carried.append(manifest)
-        return [self._write_group(key, members) for key, members in groups.items()] + carried
+        written = self._write_added(skip=merging)
+        written += [self._write_merged(key, plan) for key in merging]
+        return written + [self._rewrite(m, entries) for m, entries in plan if self._mergeable(m) not in merging]
 
     def _mergeable(self, manifest: ManifestFile) -> tuple[ManifestContent, int] | None:
         """The (content, spec) group a manifest may be merged in; ``None`` when it is big enough."""
@@ -293,12 +278,9 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
         counts.update(group for manifest, _ in plan if (group := self._mergeable(manifest)) is not None)
         return {key for key, count in counts.items() if count >= self._merge_min_count}
 
-    def _write_group(
-        self, key: tuple[ManifestContent, int], members: list[tuple[ManifestFile, list[ManifestEntry] | None]]
+    def _write_merged(
+        self, key: tuple[ManifestContent, int], plan: list[tuple[ManifestFile, list[ManifestEntry] | None]]
     ) -> ManifestFile:
-        """One manifest of group ``key``: this snapshot's added files of the group, and the
-        entries of ``members`` (manifests of the group, with their entries when read), the
-        removed files among them marked deleted, the others existing."""
         content, spec_id = key
         default_spec_id = self._transaction.table_metadata.default_spec_id
         live: list[ManifestEntry] = []
@@ -306,8 +288,9 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
             for f in self._added_data_files:
                 if (_manifest_content(f), spec_id_of(f, default_spec_id)) == key:
                     live.append(self._added(writer, f))
-            for manifest, entries in members:
-                # delete() and _existing keep the entry's data and file sequence numbers.
+            for manifest, entries in plan:
+                if self._mergeable(manifest) != key:
+                    continue
                 for entry in entries if entries is not None else manifest_entries(self._io, manifest):
                     if entry.data_file.file_path in self._to_remove:
                         writer.delete(entry)
@@ -351,6 +334,20 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
             return self.new_manifest_writer(spec)
         return DeleteManifestWriter(spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression)
 
+    def _write_added(self, skip: set[tuple[ManifestContent, int]]) -> list[ManifestFile]:
+        groups: dict[tuple[ManifestContent, int], list[DataFile]] = defaultdict(list)
+        default_spec_id = self._transaction.table_metadata.default_spec_id
+        for f in self._added_data_files:
+            groups[(_manifest_content(f), spec_id_of(f, default_spec_id))].append(f)
+        manifests = []
+        for (content, spec_id), files in groups.items():
+            if (content, spec_id) in skip:
+                continue  # written into the group's merged manifest
+            with self._writer(content, spec_id) as writer:
+                live = [self._added(writer, f) for f in files]
+            manifests.append(self._written(writer, live))
+        return manifests
+
     def _added(self, writer: ManifestWriter, data_file: DataFile) -> ManifestEntry:
         # No sequence number: the manifest list assigns this snapshot's to the entry.
         entry = ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=self._snapshot_id, data_file=data_file)
@@ -375,6 +372,19 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
             if live is not None:
                 remember_entries(manifest, live)
         self._written_entries = {}
+
+    def _rewrite(self, manifest: ManifestFile, entries: list[ManifestEntry] | None) -> ManifestFile:
+        if entries is None:
+            return manifest
+        live: list[ManifestEntry] = []
+        with self._writer(manifest.content, manifest.partition_spec_id) as writer:
+            for entry in entries:
+                # delete() and _existing keep the entry's data and file sequence numbers.
+                if entry.data_file.file_path in self._to_remove:
+                    writer.delete(entry)
+                else:
+                    live.append(_existing(writer, entry))
+        return self._written(writer, live)
 
     def _existing_manifests(self) -> list[ManifestFile]:
         # Abstract in the base class, whose _manifests (the only caller) is replaced above.

