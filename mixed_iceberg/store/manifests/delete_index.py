@@ -47,6 +47,20 @@ class EqualityDeletes:
     files: tuple[LiveFile, ...]
 
 
+def _path_bounds(delete: DataFile) -> tuple[bytes | None, bytes | None]:
+    """The delete file's ``file_path`` lower and upper bounds (``None`` where it has none)."""
+    return (
+        (delete.lower_bounds or {}).get(FILE_PATH_FIELD_ID),
+        (delete.upper_bounds or {}).get(FILE_PATH_FIELD_ID),
+    )
+
+
+def _within(bounds: tuple[bytes | None, bytes | None], path: bytes) -> bool:
+    """Whether ``path`` lies within ``bounds`` (true where a bound is missing)."""
+    lower, upper = bounds
+    return (lower is None or lower <= path) and (upper is None or path <= upper)
+
+
 class _BySequence:
     """Delete files of one scope, sorted by data sequence number, with their ``file_path``
     bounds (read once here: a lookup per data file compares them with the file's path)."""
@@ -69,20 +83,6 @@ class _BySequence:
 
 
 _EMPTY = _BySequence([])
-
-
-def _path_bounds(delete: DataFile) -> tuple[bytes | None, bytes | None]:
-    """The delete file's ``file_path`` lower and upper bounds (``None`` where it has none)."""
-    return (
-        (delete.lower_bounds or {}).get(FILE_PATH_FIELD_ID),
-        (delete.upper_bounds or {}).get(FILE_PATH_FIELD_ID),
-    )
-
-
-def _within(bounds: tuple[bytes | None, bytes | None], path: bytes) -> bool:
-    """Whether ``path`` lies within ``bounds`` (true where a bound is missing)."""
-    lower, upper = bounds
-    return (lower is None or lower <= path) and (upper is None or path <= upper)
 
 
 class DeleteIndex:
