@@ -229,11 +229,15 @@ class TableOptimizing:
         """
         started = time.monotonic()
         requested = _as_type(type)
-        attempts = self.config.retries + 1
-        for attempt in range(1, attempts + 1):
+        attempt = 0
+        while True:
+            attempt += 1
+            # Planning refreshes the table; the retry budget is read from that refresh (read
+            # before it, a new TableOptimizing refreshed the table twice per run).
             planned = self.plan_run(requested, first_attempt=attempt == 1)
             if planned is None:
                 return OptimizingResult.idle(self.table.name, time.monotonic() - started)
+            attempts = self.config.retries + 1
             kind, tasks = planned.kind, planned.tasks
             outputs = execute_run(
                 planned.table,
@@ -246,7 +250,7 @@ class TableOptimizing:
             try:
                 outcome = commit_outputs(self.table, kind, outputs, self._now_ms())
             except CommitConflictError as exc:
-                if attempt == attempts:
+                if attempt >= attempts:
                     raise
                 log.warning("%s: %s; re-planning (attempt %d/%d)", self.table.name, exc, attempt + 1, attempts)
                 continue
@@ -278,4 +282,3 @@ class TableOptimizing:
                 result.duration_s,
             )
             return result
-        raise AssertionError("unreachable")  # pragma: no cover

@@ -142,6 +142,38 @@ def test_two_optimizers_one_wins_the_other_replans_cleanly(tmp_path: Path, monke
     assert read_optimized_sequence(table.base_store, table.base_store.current_snapshot()) == {"": 3}
 
 
+def test_a_run_refreshes_the_table_once_and_retries_as_the_refreshed_properties_say(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An idle run reloads the table once (a run used to reload it for its retry budget, then
+    again to plan); a run that keeps losing its commit tries ``execute.num-retries`` + 1 times,
+    the budget read from the refreshed table, and then raises."""
+    import mixed_iceberg.optimizing.engine as engine
+
+    table = _keyed(tmp_path)
+    refreshes = Counter[str]()
+
+    def counting() -> object:
+        refreshes["n"] += 1
+        return table.refreshed()
+
+    assert TableOptimizing(counting).run().committed is False  # nothing due yet
+    assert refreshes["n"] == 1
+    with table.base_store.transaction() as txn:
+        txn.set_properties({"self-optimizing.execute.num-retries": "2"})
+    _churn(table, 6)
+    tries = Counter[str]()
+
+    def losing(*args: object, **kwargs: object) -> object:
+        tries["n"] += 1
+        raise CommitConflictError("lost the race")
+
+    monkeypatch.setattr(engine, "commit_outputs", losing)
+    with pytest.raises(CommitConflictError, match="lost the race"):
+        TableOptimizing(table.refreshed).run()
+    assert tries["n"] == 3
+
+
 def test_losing_optimizer_deletes_what_it_wrote(tmp_path: Path) -> None:
     from mixed_iceberg.optimizing.collect import collect
     from mixed_iceberg.optimizing.commit import commit_outputs
