@@ -107,6 +107,22 @@ def test_history_is_serialised_once_per_entry(tmp_path: Path) -> None:
     assert cache.misses - misses == 3  # one new snapshot, one snapshot-log and one metadata-log entry
 
 
+def test_a_full_fragment_cache_drops_old_entries_and_still_serialises_exactly(tmp_path: Path) -> None:
+    table = local_catalog(tmp_path).create_table("db.orders", ORDERS_SCHEMA, primary_key=["id"])
+    _write(table, range(6))
+    store = table.change_store
+    assert store is not None
+    store.refresh()
+    cache = FragmentCache(capacity=8)  # fewer than the history's entries
+    for _ in range(3):
+        assert metadata_json(store.metadata, cache) == store.metadata.model_dump_json(exclude_none=True)
+        assert len(cache) <= 8
+    _write(table, range(6, 8))
+    store.refresh()
+    assert metadata_json(store.metadata, cache) == store.metadata.model_dump_json(exclude_none=True)
+    assert len(cache) <= 8
+
+
 def test_property_named_like_a_history_field_still_serialises_exactly(tmp_path: Path) -> None:
     table = local_catalog(tmp_path).create_table("db.orders", ORDERS_SCHEMA, primary_key=["id"])
     store = table.change_store
