@@ -32,6 +32,8 @@ pyiceberg 0.12's ``BinaryEncoder.write_int`` writes a varint one byte at a time,
 ``bytes`` object and a stream write per byte: the hottest function of both a streaming commit
 and an optimizer commit (every manifest entry is some thirty ints). :func:`_whole_varints`
 builds each varint in one buffer and writes it once, the same bytes (2 to 3.5 times faster).
+The column-statistics maps of a manifest entry (int keys, long or binary values: six of them,
+most of an entry's bytes) are written the same way, a map in one piece (three times faster).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_json
 from pyiceberg import manifest
-from pyiceberg.avro import encoder, reader, resolver
+from pyiceberg.avro import encoder, reader, resolver, writer
 from pyiceberg.avro import file as avro_file
 from pyiceberg.avro.codecs import AVRO_CODEC_KEY, CODEC_MAPPING_ICEBERG_TO_AVRO
 from pyiceberg.schema import Schema
@@ -256,19 +258,51 @@ def _full_precision_doubles() -> None:
 _ONE_BYTE = tuple(bytes([value]) for value in range(0x80))
 
 
+def _append_varint(out: bytearray, integer: int) -> None:
+    """Append Avro's encoding of a long: zigzag, then 7 bits a byte, low bits first."""
+    datum = (integer << 1) ^ (integer >> 63)
+    while datum > 0x7F:
+        out.append((datum & 0x7F) | 0x80)
+        datum >>= 7
+    out.append(datum)
+
+
 def _whole_varints() -> None:
     def write_int(self: encoder.BinaryEncoder, integer: int) -> None:
-        # pyiceberg 0.12's BinaryEncoder.write_int (zigzag, then 7 bits a byte, low bits
-        # first), written in one piece.
+        # pyiceberg 0.12's BinaryEncoder.write_int, written in one piece.
         datum = (integer << 1) ^ (integer >> 63)
         if datum < 0x80:
             self.write(_ONE_BYTE[datum])
             return
         out = bytearray()
-        while datum > 0x7F:
-            out.append((datum & 0x7F) | 0x80)
-            datum >>= 7
-        out.append(datum)
+        _append_varint(out, integer)
         self.write(bytes(out))
 
+    map_write = writer.MapWriter.write
+
+    def write_map(self: writer.MapWriter, encoder_: encoder.BinaryEncoder, val: dict[Any, Any]) -> None:
+        # pyiceberg 0.12's MapWriter.write (one block: its count, the pairs, an empty block),
+        # in one piece for the statistics maps' int keys and long or binary values.
+        values = type(self.value_writer)
+        if not val or type(self.key_writer) is not writer.IntegerWriter:
+            map_write(self, encoder_, val)
+            return
+        out = bytearray()
+        _append_varint(out, len(val))
+        if values is writer.IntegerWriter:
+            for key, value in val.items():
+                _append_varint(out, key)
+                _append_varint(out, value)
+        elif values is writer.BinaryWriter:
+            for key, value in val.items():
+                _append_varint(out, key)
+                _append_varint(out, len(value))
+                out += value
+        else:
+            map_write(self, encoder_, val)
+            return
+        out.append(0)
+        encoder_.write(bytes(out))
+
     setattr(encoder.BinaryEncoder, "write_int", write_int)  # noqa: B010  (mypy: a method)
+    setattr(writer.MapWriter, "write", write_map)  # noqa: B010  (mypy: a method)

@@ -17,6 +17,7 @@ from pyiceberg.manifest import (
 )
 from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 
+from mixed_iceberg._pyiceberg import apply_patches
 from mixed_iceberg._pyiceberg.patches import AVRO_CACHE, MANIFEST_LISTS
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
 
@@ -123,7 +124,8 @@ def test_varints_are_the_avro_spec_s_and_read_back() -> None:
 
     edges = [0, 1, -1, 63, -64, 64, -65, 127, 128, 8191, -8192, 8192, 2**31 - 1, -(2**31), 2**62, -(2**63), 2**63 - 1]
     values = edges + [(-1) ** k * 3**k for k in range(40)]
-    assert BinaryEncoder.write_int.__module__ == "mixed_iceberg._pyiceberg.patches"  # in effect
+    apply_patches()  # as every catalog does
+    assert BinaryEncoder.write_int.__module__ == "mixed_iceberg._pyiceberg.patches"
     stream = io.BytesIO()
     encoder = BinaryEncoder(stream)
     for value in values:
@@ -131,3 +133,44 @@ def test_varints_are_the_avro_spec_s_and_read_back() -> None:
     assert stream.getvalue() == b"".join(_spec_varint(v) for v in values)
     decoder = new_decoder(stream.getvalue())
     assert [decoder.read_int() for _ in values] == values
+
+
+def test_statistics_maps_are_written_as_pyiceberg_reads_them() -> None:
+    """The one-piece ``MapWriter.write`` (patches._whole_varints) for int keys and long or binary
+    values: the spec's bytes (a block count, the pairs, an empty block), read back by pyiceberg's
+    map reader; other maps, and empty ones, keep pyiceberg's writer."""
+    import io
+
+    from pyiceberg.avro.decoder import new_decoder
+    from pyiceberg.avro.encoder import BinaryEncoder
+    from pyiceberg.avro.reader import BinaryReader, IntegerReader, MapReader, StringReader
+    from pyiceberg.avro.writer import BinaryWriter, IntegerWriter, MapWriter, StringWriter
+
+    apply_patches()  # as every catalog does
+    assert MapWriter.write.__module__ == "mixed_iceberg._pyiceberg.patches"
+    longs = {1: 15_000, 2: 0, 3: 127, 40: 2**40, 1000: 2**63 - 1}  # counts and sizes: never negative
+    binaries = {1: b"\x00\x01\x02", 2: b"", 3: "é".encode(), 64: bytes(range(200))}
+    strings = {"a": "x", "b": "yz"}
+    cases = [
+        (MapWriter(IntegerWriter(), IntegerWriter()), MapReader(IntegerReader(), IntegerReader()), longs),
+        (MapWriter(IntegerWriter(), BinaryWriter()), MapReader(IntegerReader(), BinaryReader()), binaries),
+        (MapWriter(StringWriter(), StringWriter()), MapReader(StringReader(), StringReader()), strings),
+        (MapWriter(IntegerWriter(), IntegerWriter()), MapReader(IntegerReader(), IntegerReader()), {}),
+    ]
+    for map_writer, map_reader, value in cases:
+        stream = io.BytesIO()
+        map_writer.write(BinaryEncoder(stream), value)
+        written = stream.getvalue()
+        if value and isinstance(map_writer.key_writer, IntegerWriter):
+            pairs = b"".join(
+                _spec_varint(k) + (_spec_varint(v) if isinstance(v, int) else _spec_varint(len(v)) + v) for k, v in value.items()
+            )
+            assert written == _spec_varint(len(value)) + pairs + b"\x00"
+        assert map_reader.read(new_decoder(written)) == value
+    # A negative long too (pyiceberg's reader reads those back unsigned, so bytes only).
+    stream = io.BytesIO()
+    MapWriter(IntegerWriter(), IntegerWriter()).write(BinaryEncoder(stream), {3: -1, 4: -(2**63)})
+    assert (
+        stream.getvalue()
+        == b"".join([_spec_varint(2), _spec_varint(3), _spec_varint(-1), _spec_varint(4)]) + _spec_varint(-(2**63)) + b"\x00"
+    )
