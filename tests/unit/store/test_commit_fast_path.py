@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from pyiceberg.serializers import FromInputFile
+from pyiceberg.table import Table
 from sqlalchemy import event
 
 from mixed_iceberg._pyiceberg.sql_catalog import SqlCatalogWithCache
@@ -90,12 +91,18 @@ def test_metadata_files_are_byte_for_byte_pyiceberg_json(tmp_path: Path) -> None
     assert len(json.loads(text)["snapshots"]) == 8
 
 
-def test_history_is_serialised_once_per_entry(tmp_path: Path) -> None:
+def _change_store_after(tmp_path: Path, commits: int) -> tuple[MixedTable, Table]:
+    """A keyed table after ``commits`` one-row commits, and its refreshed ChangeStore."""
     table = local_catalog(tmp_path).create_table("db.orders", ORDERS_SCHEMA, primary_key=["id"])
-    _write(table, range(5))
+    _write(table, range(commits))
     store = table.change_store
     assert store is not None
     store.refresh()
+    return table, store
+
+
+def test_history_is_serialised_once_per_entry(tmp_path: Path) -> None:
+    table, store = _change_store_after(tmp_path, 5)
     cache = FragmentCache()
     first = metadata_json(store.metadata, cache)
     assert first == store.metadata.model_dump_json(exclude_none=True)
@@ -108,11 +115,7 @@ def test_history_is_serialised_once_per_entry(tmp_path: Path) -> None:
 
 
 def test_a_full_fragment_cache_drops_old_entries_and_still_serialises_exactly(tmp_path: Path) -> None:
-    table = local_catalog(tmp_path).create_table("db.orders", ORDERS_SCHEMA, primary_key=["id"])
-    _write(table, range(6))
-    store = table.change_store
-    assert store is not None
-    store.refresh()
+    table, store = _change_store_after(tmp_path, 6)
     cache = FragmentCache(capacity=8)  # fewer than the history's entries
     for _ in range(3):
         assert metadata_json(store.metadata, cache) == store.metadata.model_dump_json(exclude_none=True)
