@@ -267,6 +267,10 @@ def _append_varint(out: bytearray, integer: int) -> None:
     out.append(datum)
 
 
+#: Map value writers :func:`_whole_varints` writes in one piece (statistics maps' values).
+_ONE_PIECE_VALUES = (writer.IntegerWriter, writer.BinaryWriter)
+
+
 def _whole_varints() -> None:
     def write_int(self: encoder.BinaryEncoder, integer: int) -> None:
         # pyiceberg 0.12's BinaryEncoder.write_int, written in one piece.
@@ -284,23 +288,18 @@ def _whole_varints() -> None:
         # pyiceberg 0.12's MapWriter.write (one block: its count, the pairs, an empty block),
         # in one piece for the statistics maps' int keys and long or binary values.
         values = type(self.value_writer)
-        if not val or type(self.key_writer) is not writer.IntegerWriter:
+        if not val or type(self.key_writer) is not writer.IntegerWriter or values not in _ONE_PIECE_VALUES:
             map_write(self, encoder_, val)
             return
         out = bytearray()
         _append_varint(out, len(val))
-        if values is writer.IntegerWriter:
-            for key, value in val.items():
-                _append_varint(out, key)
+        for key, value in val.items():
+            _append_varint(out, key)
+            if values is writer.IntegerWriter:
                 _append_varint(out, value)
-        elif values is writer.BinaryWriter:
-            for key, value in val.items():
-                _append_varint(out, key)
+            else:  # BinaryWriter: the length, then the bytes
                 _append_varint(out, len(value))
                 out += value
-        else:
-            map_write(self, encoder_, val)
-            return
         out.append(0)
         encoder_.write(bytes(out))
 

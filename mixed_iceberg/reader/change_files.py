@@ -32,7 +32,7 @@ from mixed_iceberg.caching import IdentityCache
 from mixed_iceberg.reader.field_ids import fits_by_name, history_fits_by_name
 from mixed_iceberg.reader.file_reads import filesystem_for
 from mixed_iceberg.reader.small_files import are_small, read_small_files
-from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
+from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema, change_file_schema
 from mixed_iceberg.sorting import stable_order
 
 __all__ = ["ChangeFileSchemas", "change_file_schemas", "read_change_files"]
@@ -46,7 +46,7 @@ class ChangeFileSchemas:
 
     iceberg: Schema
     by_name: pa.Schema  # without field ids: what a scan by name reads into
-    with_ids: pa.Schema  # with field ids: what a file written under the schema holds
+    with_ids: pa.Schema  # with field ids: what the ChangeStore writer writes (schema.change_file_schema)
 
 
 #: Per table schema object: pyiceberg's schema conversion took about a sixth of a minor's
@@ -57,7 +57,7 @@ _FILE_SCHEMAS: IdentityCache[ChangeFileSchemas] = IdentityCache(64)
 def change_file_schemas(schema: Schema) -> ChangeFileSchemas:
     def build() -> ChangeFileSchemas:
         iceberg = Schema(*schema.fields, FILE_OFFSET_FIELD)
-        return ChangeFileSchemas(iceberg, arrow_schema(iceberg, field_ids=False), arrow_schema(iceberg))
+        return ChangeFileSchemas(iceberg, arrow_schema(iceberg, field_ids=False), change_file_schema(schema))
 
     return _FILE_SCHEMAS.get_or_build((schema,), build)
 
