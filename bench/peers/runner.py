@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         optimize_s: list[float] = []
         optimize_cpu_s: list[float] = []  # process time, all threads: moves less with other load
         optimize_kinds: list[str | None] = []
+        optimize_floor_cpu_s: list[float | None] = []  # pyarrow alone doing each run's reads and writes
         optimize_types: dict[str, int] = {}
         series: list[dict[str, Any]] = []
         for i, rel in enumerate(phase["batches"]):
@@ -110,6 +111,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 optimize_s.append(took.wall_s)
                 optimize_cpu_s.append(took.cpu_s)
                 optimize_kinds.append(kind)
+                optimize_floor_cpu_s.append(system.optimize_io_floor())
                 if kind:
                     optimize_types[kind] = optimize_types.get(kind, 0) + 1
             if name == "stream":
@@ -142,6 +144,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "optimize_s": optimize_s,
             "optimize_cpu_s": optimize_cpu_s,
             "optimize_kinds": optimize_kinds,
+            "optimize_floor_cpu_s": optimize_floor_cpu_s,
             "optimize_types": optimize_types,
             "reads": reads,
             "files": files,
