@@ -118,16 +118,19 @@ class Mixed(System):
 
     def optimize_io_floor(self) -> float | None:
         """The floor of the last run's I/O, from what its BaseStore snapshot committed: pyarrow
-        reading every file it replaced (data and delete files) and every change file it merged (the
-        sequences its optimized sequence moved over), and writing the rows of every file it added
-        (zstd, dictionaries where the writer would use them). Neither planning, the key merge, the
-        key probe nor the commit is in it: what is left above it is the optimizer's own overhead."""
+        reading every file it replaced (data and delete files) and every change file it merged
+        (the sequences its optimized sequence moved over; of delete files the key alone), and
+        writing the rows of every file it added (zstd, dictionaries where the writer would use
+        them). Neither planning, the key merge, the key probe nor the commit is in it: what is
+        left above it is the optimizer's own overhead."""
         from pyiceberg.manifest import ManifestEntryStatus
 
         from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
+        from mixed_iceberg.format import parse_change
         from mixed_iceberg.store.manifests.live_files import live_files
         from mixed_iceberg.store.write.data_file import dictionary_columns
         from mixed_iceberg.store.write.layout import partition_path
+        from mixed_iceberg.typedef import DataFileType
 
         if self.last_snapshot_id is None:
             return None
@@ -150,16 +153,19 @@ class Mixed(System):
                     read.append(entry.data_file.file_path)
                 elif entry.status == ManifestEntryStatus.ADDED:
                     written.append(entry.data_file.file_path)
+        keys: list[str] = []  # change delete files: their key column alone, all a merge needs of them
         before, after = read_optimized_sequence(base, parent), read_optimized_sequence(base, snapshot)
         for live in live_files(change, change.current_snapshot()):
             path = partition_path(change, live.data_file)
             if before.get(path, 0) < live.sequence_number <= after.get(path, 0):
-                read.append(live.data_file.file_path)
-        local = [p.removeprefix("file://") for p in read]
+                is_delete = parse_change(live.data_file.file_path, live.sequence_number).file_type is DataFileType.EQ_DELETE_FILE
+                (keys if is_delete else read).append(live.data_file.file_path)
         outputs = [pq.ParquetFile(p.removeprefix("file://")).read() for p in written]
         started = time.process_time()
-        for path in local:
-            pq.ParquetFile(path).read()
+        for path in read:
+            pq.ParquetFile(path.removeprefix("file://")).read()
+        for path in keys:
+            pq.ParquetFile(path.removeprefix("file://")).read(columns=["id"])
         for rows in outputs:
             pq.write_table(rows, pa.BufferOutputStream(), compression="zstd", use_dictionary=dictionary_columns(rows))
         return time.process_time() - started
