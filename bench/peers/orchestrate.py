@@ -438,6 +438,7 @@ def main() -> int:
     shape = Shape.quick() if args.quick else Shape.full()
     if args.rows:
         shape = dataclasses.replace(shape, rows=args.rows)
+    mixed_props = dict(p.split("=", 1) for p in args.mixed_prop)
     scratch = Path(tempfile.mkdtemp(prefix="mixed-iceberg-peers-"))
     environment = capture_environment()
     try:
@@ -445,7 +446,6 @@ def main() -> int:
         manifest = write_workload(scratch / "workload", shape, args.seed)
         results: dict[str, Any] = {}
         wrong: dict[str, list[str]] = {}
-        mixed_props = dict(p.split("=", 1) for p in args.mixed_prop)
         for entry in entries(shape.rows, mixed_props):
             if args.only and not any(o in entry.label for o in args.only):
                 continue
@@ -474,7 +474,7 @@ def main() -> int:
             "read_repeats": args.read_repeats,
             "timeout": args.timeout,
             "only": args.only,
-            "mixed_props": dict(p.split("=", 1) for p in args.mixed_prop),
+            "mixed_props": mixed_props,
             "shape": manifest["shape"],
         },
         "input_parquet_bytes": manifest["input_parquet_bytes"],

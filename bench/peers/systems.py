@@ -9,7 +9,6 @@ from __future__ import annotations
 import glob
 import os
 import site
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from bench.harness import Clock
 from bench.peers.workload import SCHEMA
 
 
@@ -160,15 +160,19 @@ class Mixed(System):
             if before.get(path, 0) < live.sequence_number <= after.get(path, 0):
                 is_delete = parse_change(live.data_file.file_path, live.sequence_number).file_type is DataFileType.EQ_DELETE_FILE
                 (keys if is_delete else read).append(live.data_file.file_path)
-        outputs = [pq.ParquetFile(p.removeprefix("file://")).read() for p in written]
-        started = time.process_time()
+
+        def local(path: str) -> str:
+            return path.removeprefix("file://")
+
+        outputs = [pq.ParquetFile(local(p)).read() for p in written]
+        clock = Clock.start()
         for path in read:
-            pq.ParquetFile(path.removeprefix("file://")).read()
+            pq.ParquetFile(local(path)).read()
         for path in keys:
-            pq.ParquetFile(path.removeprefix("file://")).read(columns=["id"])
+            pq.ParquetFile(local(path)).read(columns=list(self.table.primary_key))
         for rows in outputs:
             pq.write_table(rows, pa.BufferOutputStream(), compression="zstd", use_dictionary=dictionary_columns(rows))
-        return time.process_time() - started
+        return clock.elapsed().cpu_s
 
     def read(self, lo: int | None = None, hi: int | None = None, k_below: int | None = None) -> Any:
         row_filter = None
