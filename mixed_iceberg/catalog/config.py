@@ -177,6 +177,15 @@ def _yaml_entry(name: str, path: Path | None) -> tuple[dict[str, Any] | None, Pa
     return (_interpolate(matches[0], f"{path}:{name}") if matches else None), path, names
 
 
+def _missing_file(path: Path) -> str:
+    """Where the catalogs file was looked for, when it was not there (the usual reason a catalog is unknown)."""
+    if os.environ.get("MIXED_ICEBERG_CATALOGS"):
+        return f"the catalogs file {path} (named by MIXED_ICEBERG_CATALOGS) does not exist"
+    local = Path.cwd() / "conf" / "catalogs.yaml"
+    looked = " and ".join(dict.fromkeys([str(local), str(path)]))
+    return f"no catalogs file exists (looked for {looked}; MIXED_ICEBERG_CATALOGS may name another)"
+
+
 def _inferred_type(uri: str | None) -> str | None:
     """The catalog type a URI implies, as pyiceberg infers it (None: no URI or no telling)."""
     if uri is None:
@@ -208,8 +217,9 @@ def load_catalog_config(name: str, path: Path | None = None, overrides: Mapping[
     pyiceberg = pyiceberg_catalog_properties(name)
     pyiceberg_type = pyiceberg.pop("type", None)
     if entry is None and not pyiceberg and pyiceberg_type is None and not given and given_type is None:
+        missing = "" if path.exists() else f"{_missing_file(path)}; "
         raise ConfigError(
-            f"no catalog named {name!r}: expected an entry in {path} (found {names}), pyiceberg configuration "
+            f"no catalog named {name!r}: {missing}expected an entry in {path} (found {names}), pyiceberg configuration "
             f"(PYICEBERG_CATALOG__{name.upper()}__URI or .pyiceberg.yaml) or properties such as uri= and warehouse="
         )
     raw: dict[str, Any] = dict(entry) if entry is not None else {"name": name}

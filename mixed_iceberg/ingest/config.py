@@ -156,18 +156,48 @@ def load_ingest_config(path: str | Path, overrides: dict[str, Any] | None = None
     try:
         raw = yaml.safe_load(Path(path).read_text())
     except OSError as exc:
-        raise ConfigError(f"ingest config: cannot read {path}: {exc}") from exc
+        raise ConfigError(f"ingest config: cannot read {path}: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"ingest config {path}: not valid YAML: {' '.join(str(exc).split())}") from exc
+    if not isinstance(raw, dict | None):
+        raise ConfigError(f"ingest config {path}: expected a mapping, found {type(raw).__name__}")
     data = _interpolate(raw or {}, str(path))
     for dotted, value in (overrides or {}).items():
         node = data
-        *parents, leaf = dotted.split(".")
+        parents, leaf = _split_key(dotted)
         for part in parents:
             node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"ingest config {path}: {dotted}: {part!r} holds a value, not keys; found {node!r}")
         node[leaf] = value
     try:
         return IngestConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"ingest config {path}: {exc}") from exc
+        raise ConfigError(f"ingest config {path}: {_one_line(exc)}") from exc
+
+
+#: Sections whose own keys hold dots (``flink.rest.bind-address``): an override's key ends at them.
+_MAPS = (("flink",), ("catalog-properties",), ("source", "properties"), ("create-table", "properties"))
+
+
+def _split_key(dotted: str) -> tuple[list[str], str]:
+    """``source.topic`` -> (["source"], "topic"); ``flink.rest.port`` -> (["flink"], "rest.port")."""
+    parts = dotted.split(".")
+    for section in _MAPS:
+        if tuple(parts[: len(section)]) == section and len(parts) > len(section):
+            return list(section), ".".join(parts[len(section) :])
+    return parts[:-1], parts[-1]
+
+
+def _one_line(exc: ValidationError) -> str:
+    """Each of pydantic's errors as ``key: what was expected (found value)``, on one line: the
+    client prints it as the job's only output, not pydantic's block with its help links."""
+    parts = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        found = f" (found {error['input']!r})" if error["type"] != "missing" and not isinstance(error["input"], dict) else ""
+        parts.append(f"{where}: {error['msg']}{found}")
+    return "; ".join(parts)
 
 
 def pin_catalog(config: IngestConfig) -> IngestConfig:

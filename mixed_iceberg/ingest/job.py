@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from mixed_iceberg.exceptions import ConfigError, NoSuchTableError
+from mixed_iceberg.exceptions import ConfigError, MixedIcebergError, NoSuchTableError
 from mixed_iceberg.flink_client import prepare_flink_client
 from mixed_iceberg.ingest.config import IngestConfig, load_ingest_config, pin_catalog
 from mixed_iceberg.ingest.monitor import (
@@ -99,8 +99,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _progress_output(quiet=args.quiet)
-    config = pin_catalog(load_ingest_config(args.config, _overrides(args.set)))
-    prepare(config)
+    try:
+        config = pin_catalog(load_ingest_config(args.config, _overrides(args.set)))
+        prepare(config)
+    except MixedIcebergError as exc:
+        # What a user got wrong (a missing file, a bad --set, an unknown catalog) is one line,
+        # as in the optimizer job, not a traceback.
+        print(f"ingest job: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, ConfigError) else 1
     if args.until_caught_up and caught_up(config):
         log.info("%s: table and LogStore already hold everything in %s; nothing to run", config.job_name, config.source.topic)
         return 0

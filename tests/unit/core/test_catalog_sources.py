@@ -100,3 +100,26 @@ def test_other_engines_see_our_tables_only_under_the_same_catalog_name(tmp_path:
     other = SqlCatalog("elsewhere", **_props(tmp_path))
     assert ("db", "t") in same.list_tables("db")
     assert not other.table_exists("db.t")  # pyiceberg's SQL catalog filters its rows by name
+
+
+def test_a_missing_catalogs_file_is_named_with_where_it_was_looked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = tmp_path / "nowhere" / "catalogs.yaml"
+    monkeypatch.setenv("MIXED_ICEBERG_CATALOGS", str(missing))
+    with pytest.raises(ConfigError) as raised:
+        load_catalog("local")
+    # Not just "no catalog named 'local' (found [])": the file itself is missing, and which file.
+    assert f"the catalogs file {missing} (named by MIXED_ICEBERG_CATALOGS) does not exist" in str(raised.value)
+
+
+def test_a_catalog_missing_from_an_existing_file_lists_the_names_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conf = tmp_path / "catalogs.yaml"
+    conf.write_text(
+        f"catalogs:\n  - name: other\n    properties:\n      uri: sqlite:///{tmp_path}/a.db\n      warehouse: {tmp_path}/wh\n"
+    )
+    monkeypatch.setenv("MIXED_ICEBERG_CATALOGS", str(conf))
+    with pytest.raises(
+        ConfigError, match=r"no catalog named 'local': expected an entry in .*catalogs.yaml \(found \['other'\]\)"
+    ):
+        load_catalog("local")
