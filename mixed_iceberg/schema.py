@@ -34,6 +34,7 @@ from pyiceberg.types import (
 )
 
 from mixed_iceberg._pyiceberg.schemas import to_iceberg_schema
+from mixed_iceberg.arrow_types import conform_column, creatable_schema
 from mixed_iceberg.exceptions import InvalidSchemaError, MissingKeyError, SchemaMismatchError
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "check_column_names",
     "conform",
     "keyed_iceberg_schema",
+    "top_level_names",
 ]
 
 #: Amoro's reserved ids (``MetadataColumns.java``): Integer.MAX_VALUE - 1001 / - 1002.
@@ -92,6 +94,12 @@ KEY_TYPES: tuple[type[IcebergType], ...] = (
 _KEY_TYPE_NAMES = "boolean, int, long, decimal, date, time, timestamp, timestamptz, string, fixed, binary"
 
 
+def top_level_names(schema: Schema) -> list[str]:
+    """The names of ``schema``'s top-level columns, in order (pyiceberg's ``Schema.column_names``
+    also lists every nested field, ``l.element`` or ``s.a``, which are no columns of a table)."""
+    return [field.name for field in schema.fields]
+
+
 def _where(table: str) -> str:
     return f"table {table}: " if table else ""
 
@@ -117,15 +125,28 @@ def keyed_iceberg_schema(schema: pa.Schema | Schema, primary_key: Sequence[str],
     Key columns are made required (a key can never be null) and declared as the
     schema's identifier fields, so that engines such as Flink see the upsert key too.
 
+    An Arrow schema's types are mapped as :mod:`mixed_iceberg.arrow_types` says (uint32 to
+    long, ...) or refused.
+
     Raises:
         MissingKeyError: a key column is not a top-level column of ``schema``.
-        InvalidSchemaError: a column takes a reserved name, or a key column's type is not
-            one of :data:`KEY_TYPES`.
+        InvalidSchemaError: a column takes a reserved name, two columns share a name, or a key
+            column's type is not one of :data:`KEY_TYPES` (nested fields are never keys).
+        UnsupportedColumnTypeError: an Arrow type no Iceberg type holds exactly (uint64,
+            timestamp[ns], a zone other than UTC, ...), naming the type to use.
     """
+    if isinstance(schema, pa.Schema):
+        schema = creatable_schema(schema, table=table)
     converted = to_iceberg_schema(schema)
     fresh = assign_fresh_schema_ids(converted)
     check_column_names(fresh, table)
     names = [field.name for field in fresh.fields]
+    nested = [key for key in primary_key if key not in names and _is_field(fresh, key)]
+    if nested:
+        raise InvalidSchemaError(
+            f"{_where(table)}primary key columns {nested} are nested fields; expected top-level columns of {names} "
+            "(nested fields are payload only)"
+        )
     missing = [key for key in primary_key if key not in names]
     if missing:
         raise MissingKeyError(f"{_where(table)}primary key columns {missing} are not in the schema; expected a subset of {names}")
@@ -143,6 +164,14 @@ def keyed_iceberg_schema(schema: pa.Schema | Schema, primary_key: Sequence[str],
         fields.append(field)
     key_ids = [next(f.field_id for f in fields if f.name == key) for key in primary_key]
     return Schema(*fields, schema_id=fresh.schema_id, identifier_field_ids=key_ids)
+
+
+def _is_field(schema: Schema, name: str) -> bool:
+    try:
+        schema.find_field(name)
+    except ValueError:
+        return False
+    return True
 
 
 def arrow_schema(schema: Schema, *, field_ids: bool = True) -> pa.Schema:
@@ -163,10 +192,13 @@ def change_file_schema(schema: Schema) -> pa.Schema:
 
 
 def conform(table: pa.Table, target: pa.Schema, *, table_name: str) -> pa.Table:
-    """Select and cast ``table``'s columns to ``target`` (by name), or say what differs.
+    """Select ``table``'s columns by name and give them ``target``'s types, or say what differs.
+
+    A column converts only where every value keeps its meaning (:mod:`mixed_iceberg.arrow_types`).
 
     Raises:
-        SchemaMismatchError: a column is missing, extra, or cannot be cast safely.
+        SchemaMismatchError: a column is missing or extra, its type is not the table's nor one
+            that widens to it, or a required field holds nulls.
     """
     expected = target.names
     found = table.column_names
@@ -177,19 +209,5 @@ def conform(table: pa.Table, target: pa.Schema, *, table_name: str) -> pa.Table:
             f"{table_name}: columns do not match the table schema; expected {expected}, "
             f"found {found} (missing {missing}, unexpected {extra})"
         )
-    columns = []
-    for field in target:
-        column = table.column(field.name)
-        if column.type != field.type:
-            try:
-                column = column.cast(field.type, safe=True)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise SchemaMismatchError(
-                    f"{table_name}: column {field.name!r} expected type {field.type}, found {column.type}: {exc}"
-                ) from exc
-        if not field.nullable and column.null_count:
-            raise SchemaMismatchError(
-                f"{table_name}: column {field.name!r} is required; expected no nulls, found {column.null_count}"
-            )
-        columns.append(column)
+    columns = [conform_column(table.column(field.name), field, table=table_name) for field in target]
     return pa.Table.from_arrays(columns, schema=target)

@@ -42,7 +42,7 @@ from pyiceberg.table.update.schema import UpdateSchema
 from pyiceberg.types import IcebergType
 
 from mixed_iceberg.exceptions import CommitConflictError, PropertyError, SchemaEvolutionError
-from mixed_iceberg.schema import RESERVED_COLUMNS, RESERVED_PREFIX
+from mixed_iceberg.schema import RESERVED_COLUMNS, RESERVED_PREFIX, top_level_names
 from mixed_iceberg.table_properties import optimizing_filter
 
 if TYPE_CHECKING:
@@ -183,7 +183,7 @@ class MixedSchemaUpdate:
     def union_by_name(self, new_schema: Schema | pa.Schema) -> MixedSchemaUpdate:
         """Add the columns of ``new_schema`` the table lacks, and widen those it has (by name)."""
         names = new_schema.names if isinstance(new_schema, pa.Schema) else [f.name for f in new_schema.fields]
-        existing = set(self._table.schema().column_names)
+        existing = set(top_level_names(self._table.schema()))
         for name in names:
             if name not in existing:
                 self._refuse_reserved(name)
@@ -272,7 +272,7 @@ def check_schema_change(table: TableHandle, before: Schema, after: Schema) -> No
             f"table {name}: identifier fields expected {sorted(before.identifier_field_ids)} (the primary key), "
             f"found {sorted(after.identifier_field_ids)}"
         )
-    old_names = set(before.column_names)
+    old_names = set(top_level_names(before))
     taken = [
         f.name
         for f in after.fields

@@ -83,14 +83,21 @@ def partition_spec(partition_by: Sequence[str] | PartitionSpec | None, schema: S
         try:
             source = schema.find_field(column)
         except ValueError as exc:
-            raise ConfigError(f"partition spec {text!r}: column {column!r} not in schema {schema.column_names}") from exc
+            raise ConfigError(
+                f"partition spec {text!r}: column {column!r} not in schema {[f.name for f in schema.fields]}"
+            ) from exc
+        if column not in {f.name for f in schema.fields}:
+            raise ConfigError(
+                f"partition spec {text!r}: {column!r} is a nested field; expected a top-level column of "
+                f"{[f.name for f in schema.fields]} (nested fields are payload only)"
+            )
         if not transform.can_transform(source.field_type):
             raise ConfigError(f"partition spec {text!r}: {transform} does not apply to {column!r} of type {source.field_type}")
         # Iceberg Java's rules: partition names are unique, only an identity field may share its source's name,
         # and a source column takes at most one time transform.
         if name in {f.name for f in fields}:
             raise ConfigError(f"partition spec {text!r}: expected a new partition field name, found {name!r} twice")
-        if name != column and name in schema.column_names:
+        if name != column and name in {f.name for f in schema.fields}:
             raise ConfigError(f"partition spec {text!r}: partition field name {name!r} is also a column of the schema")
         if isinstance(transform, _TIME) and any(
             f.source_id == source.field_id and isinstance(f.transform, _TIME) for f in fields

@@ -64,7 +64,7 @@ _SEXTET[_PAD] = 64
 _DECIMAL_BYTES = 16  # decimal128: precision 38 at most, as in Iceberg
 _SUPPORTED = (
     "boolean, integers, floats, string, decimal128, binary, fixed, date, time, timestamp, "
-    "timestamptz, and lists/structs/maps of booleans, numbers and strings"
+    "timestamptz, and lists and structs of booleans, numbers and strings"
 )
 
 
@@ -193,19 +193,25 @@ def decimal_from_bytes(values: pa.Array, kind: pa.Decimal128Type) -> pa.Array:
 
 
 # -- the mapping ----------------------------------------------------------------------------------
-def _plain(kind: pa.DataType) -> bool:
-    """Read by ``pyarrow.json`` as the type itself: booleans, numbers, strings, and nests of them."""
+def _plain(kind: pa.DataType) -> pa.DataType | None:
+    """What ``pyarrow.json`` reads ``kind`` as when JSON carries it as itself (booleans,
+    numbers, strings, and lists and structs of them), or None. Its reader takes no large
+    lists (a table's list columns are large lists) and no maps: a JSON object's keys are read
+    as a struct's fields, never as a map's keys."""
     if pa.types.is_boolean(kind) or pa.types.is_integer(kind) or pa.types.is_floating(kind):
-        return True
+        return kind
     if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind):
-        return True
+        return kind
     if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
-        return _plain(kind.value_type)
-    if pa.types.is_map(kind):
-        return _plain(kind.key_type) and _plain(kind.item_type)
+        element = _plain(kind.value_type)
+        return pa.list_(kind.value_field.with_type(element)) if element is not None else None
     if pa.types.is_struct(kind):
-        return all(_plain(kind.field(i).type) for i in range(kind.num_fields))
-    return False
+        fields = [kind.field(i) for i in range(kind.num_fields)]
+        types = [_plain(f.type) for f in fields]
+        if any(t is None for t in types):
+            return None
+        return pa.struct([f.with_type(t) for f, t in zip(fields, types, strict=True)])
+    return None
 
 
 def debezium_json_type(kind: pa.DataType) -> pa.DataType:
@@ -231,8 +237,15 @@ def debezium_json_type(kind: pa.DataType) -> pa.DataType:
             f"debezium-json: expected a column type of {_SUPPORTED}, found the extension type {kind}"
             f"{' (declare a uuid column as string)' if kind.extension_name == 'arrow.uuid' else ''}"
         )
-    if _plain(kind):
-        return kind
+    if pa.types.is_map(kind):
+        raise UnsupportedColumnTypeError(
+            f"debezium-json: expected a column type of {_SUPPORTED}, found the map {kind}: JSON carries a map as an "
+            "object, which pyarrow's JSON reader reads only as a struct of known fields (declare a list of "
+            "struct<key, value> and send the map as an array of such objects)"
+        )
+    plain = _plain(kind)
+    if plain is not None:
+        return plain
     raise UnsupportedColumnTypeError(f"debezium-json: expected a column type of {_SUPPORTED}, found {kind}")
 
 

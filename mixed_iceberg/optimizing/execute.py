@@ -37,6 +37,7 @@ from mixed_iceberg.reader.merge import LSN, KeyedRows, keep_rows, latest_by_key
 from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.plan import ChangeFileRef
 from mixed_iceberg.reader.read import base_lsn, filesystem_for, read_base_rows, read_change_rows
+from mixed_iceberg.schema import top_level_names
 from mixed_iceberg.store.equality_deletes import read_with_deletes
 from mixed_iceberg.store.write.data_file import data_location
 from mixed_iceberg.store.write.layout import partition_path, split_sized
@@ -322,12 +323,12 @@ def execute_task(
             io = table.change_store.io
             history = table.change_store.metadata.schemas
             inserts = read_change_rows(
-                io, schema, [r for r in refs if not r.is_delete], schema.column_names, AlwaysTrue(), schemas=history
+                io, schema, [r for r in refs if not r.is_delete], top_level_names(schema), AlwaysTrue(), schemas=history
             )
             # Deletes carry their values only where the engine takes them back (aggregation),
             # and their sequence.field value where that orders them.
             sequence = [config.sequence_field] if config.sequence_field else []
-            wanted = schema.column_names if config.needs_delete_values else [*keys, *sequence]
+            wanted = top_level_names(schema) if config.needs_delete_values else [*keys, *sequence]
             deletes = read_change_rows(io, schema, [r for r in refs if r.is_delete], wanted, AlwaysTrue(), schemas=history)
         if inserts is not None and deletes is not None and not config.is_default:
             output.rows_in = data.num_rows + inserts.num_rows + deletes.num_rows

@@ -34,6 +34,7 @@ from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.plan import PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import read_change_rows
 from mixed_iceberg.reader.scan import MixedScan
+from mixed_iceberg.schema import top_level_names
 from mixed_iceberg.store.manifests.live_files import live_files
 
 if TYPE_CHECKING:
@@ -142,7 +143,7 @@ class ChangeScan:
         self.table = table
         self.filter = split_filter(row_filter, table.schema(), table.primary_key, case_sensitive, table=table.name)
         self.case_sensitive = case_sensitive
-        names = table.schema().column_names
+        names = top_level_names(table.schema())
         unknown = [f for f in selected_fields if f != "*" and f not in names]
         if unknown:
             raise InvalidScanError(f"{table.name}: selected fields {unknown} are not columns; expected some of {names}")
@@ -174,7 +175,7 @@ class ChangeScan:
             from_sequence=self.from_sequence,
             to_sequence=self.to_sequence,
         )
-        columns = schema.column_names
+        columns = top_level_names(schema)
         history = change.metadata.schemas
         keyed = self.filter.keys
         inserts = read_change_rows(change.io, schema, [r for r in refs if not r.is_delete], columns, keyed, schemas=history)

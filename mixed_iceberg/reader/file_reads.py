@@ -215,7 +215,7 @@ def read_files(store: Table, tasks: Sequence[FileScanTask], projected: Schema, r
     if not isinstance(row_filter, AlwaysTrue):
         bound = bind(store.schema(), row_filter, case_sensitive=True)
         wanted = extract_field_ids(bound) | {f.field_id for f in projected.fields}
-        read_schema = prune_columns(store.schema(), wanted, select_full_types=False)
+        read_schema = prune_columns(store.schema(), wanted, select_full_types=True)
         condition = expression_to_pyarrow(bind(read_schema, row_filter, case_sensitive=True), read_schema)
         clean = [i for i, t in enumerate(tasks) if not t.delete_files]
     else:

@@ -21,7 +21,7 @@ from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import bind, extract_field_ids
 from pyiceberg.io.pyarrow import expression_to_pyarrow
 from pyiceberg.manifest import DataFile, DataFileContent
-from pyiceberg.schema import Schema
+from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.table import FileScanTask, Table
 from pyiceberg.table.snapshots import Snapshot
 
@@ -38,6 +38,7 @@ from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.merge_task import MergeTask
 from mixed_iceberg.reader.plan import ChangeFileRef, PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import base_lsn, is_maskable, read_base_keyed, read_base_rows, read_change_rows
+from mixed_iceberg.schema import top_level_names
 from mixed_iceberg.store.equality_deletes import scan_with_equality_deletes
 from mixed_iceberg.store.manifests.live_files import live_files
 from mixed_iceberg.store.manifests.scan_tasks import plan_scan_tasks
@@ -193,7 +194,7 @@ class MixedScan:
         return pa.schema([arrow.field(name) for name in self._columns()])
 
     def _columns(self) -> list[str]:
-        names = self.table.schema().column_names
+        names = top_level_names(self.table.schema())
         if self.selected_fields == ("*",):
             return names
         unknown = [f for f in self.selected_fields if f not in names]
@@ -306,7 +307,7 @@ class MixedScan:
         """How many rows the scan returns (merged: one per live key that passes the filter);
         reads key columns only, group by group."""
         table = self.table
-        keys = list(table.primary_key) or table.schema().column_names[:1]
+        keys = list(table.primary_key) or top_level_names(table.schema())[:1]
         narrow = MixedScan(
             table,
             row_filter=self.row_filter,
@@ -362,7 +363,7 @@ class MixedScan:
         schema = table.schema()
         output = self._columns()
         keys = list(table.primary_key)
-        needed = [n for n in schema.column_names if n in output or n in keys]
+        needed = [n for n in top_level_names(schema) if n in output or n in keys]
         base = table.base_store
         if table.change_store is None and group is not None:
             # One data file (and its position deletes) of a table without equality deletes.
@@ -436,7 +437,7 @@ class MixedScan:
         change = table.change_store
         assert change is not None
         extra = [config.sequence_field] if config.sequence_field and config.sequence_field not in needed else []
-        columns = [n for n in schema.column_names if n in {*needed, *extra, *self._filter_only(needed)}]
+        columns = [n for n in top_level_names(schema) if n in {*needed, *extra, *self._filter_only(needed)}]
         tasks = self._base_tasks(self.filter.keys, group)
         transaction_ids = [parse_base(t.file.file_path).transaction_id for t in tasks]
         projected = schema.select(*columns, case_sensitive=self.case_sensitive)
@@ -469,8 +470,8 @@ class MixedScan:
         if isinstance(self.filter.full, AlwaysTrue):
             return []
         ids = extract_field_ids(bind(schema, self.filter.full, case_sensitive=self.case_sensitive))
-        names = {schema.find_column_name(i) for i in ids}
-        return [n for n in schema.column_names if n in names and n not in needed]
+        names = {f.name for f in prune_columns(schema, ids, select_full_types=True).fields}  # a struct's field: its column
+        return [n for n in top_level_names(schema) if n in names and n not in needed]
 
     def _matches(self, rows: pa.Table, schema: Schema) -> npt.NDArray[np.bool_]:
         """Which ``rows`` pass the whole row filter (the tail was read by key predicates only)."""

@@ -92,7 +92,7 @@ def test_commit_id_recorded_in_snapshot_summary(table: MixedTable) -> None:
         (
             changes([("+I", 1, "a", 1, 1.0)]).set_column(2, "qty", pa.array(["many"])),
             SchemaMismatchError,
-            "'qty' expected type int32, found string",
+            "'qty' expected type int, found string",
         ),
         (
             changes([("+I", 1, "a", 1, 1.0)])
@@ -110,7 +110,7 @@ def test_commit_id_recorded_in_snapshot_summary(table: MixedTable) -> None:
             )
             .set_column(2, "qty", pa.array([2**40], pa.int64())),
             SchemaMismatchError,
-            "'qty' expected type int32",
+            "'qty' expected type int, found long",
         ),
     ],
     ids=["unknown-action", "no-action-column", "no-key-column", "null-key", "extra-column", "bad-type", "overflow"],
