@@ -19,8 +19,9 @@ $(STAMP): pyproject.toml requirements/overrides.txt
 install: $(STAMP)
 
 # The real pipeline: Kafka (KRaft) + CDC producer + PyFlink ingest job; see scripts/demo_ingest.py.
+# ARGS for a shorter run, e.g. ARGS="--events 3000 --rate 1500" (tests/integration/test_make_targets.py).
 demo: install
-	$(PY) scripts/demo_ingest.py
+	$(PY) scripts/demo_ingest.py $(ARGS)
 
 # A real Debezium source: PostgreSQL (logical decoding) -> Kafka Connect + Debezium -> Kafka ->
 # the ingest job; prints the merged table beside PostgreSQL's. See scripts/demo_postgres.py.

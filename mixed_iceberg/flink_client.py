@@ -10,6 +10,10 @@ distributed-cache directories are left the same way. Under the shared temp direc
 until the disk is full (142 planner jars, 6 GB, after two days of test runs here). Each client
 therefore gets ``<tmp>/mixed-iceberg-flink/<pid>``, removed when it exits, and every start
 removes the directories of clients that are no longer alive.
+
+The local mini-cluster's endpoints listen on loopback only (:data:`LOCAL_CLUSTER_DEFAULTS`):
+Flink's defaults put its REST API, with job submission and cancellation on, and its blob server
+on every interface. A job's ``flink`` settings override them (docs/ingest.md, docs/optimizer.md).
 """
 
 from __future__ import annotations
@@ -20,11 +24,45 @@ import os
 import shutil
 import sysconfig
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
-__all__ = ["prepare_flink_client", "scratch_root"]
+__all__ = ["LOCAL_CLUSTER_DEFAULTS", "local_cluster_settings", "prepare_flink_client", "scratch_root"]
 
 _ROOT = Path(__file__).resolve().parents[1]
+_LOOPBACK = "127.0.0.1"
+
+#: Flink settings of a job's local mini-cluster (the client's own JVM), under the job's ``flink``
+#: settings. Flink's defaults listen on every interface; these keep every endpoint Flink lets a
+#: job place on loopback, and turn off what the REST API would let anyone who reaches it do: the
+#: client watches and cancels its job through its JobClient, not through REST. Not applied under
+#: ``flink run``, where the cluster's own configuration decides.
+#:
+#: What they cannot reach: the gRPC servers (Beam's Fn API: control, data, state, logging,
+#: provisioning, artifacts) that the Python operator starts for its worker processes listen on
+#: every interface. flink-python 2.2.1's copy of Beam's ``ServerFactory`` builds them with
+#: ``NettyServerBuilder.forPort(port)``, the wildcard address, and no Flink option reaches it
+#: (docs/ingest.md, "Network exposure").
+LOCAL_CLUSTER_DEFAULTS: Mapping[str, str] = MappingProxyType(
+    {
+        "rest.bind-address": _LOOPBACK,  # the REST API and web UI
+        "rest.address": _LOOPBACK,  # where a REST client looks for it
+        "jobmanager.bind-host": _LOOPBACK,  # the blob server (and the JobManager's RPC, where it is remote)
+        "jobmanager.rpc.address": _LOOPBACK,
+        "taskmanager.bind-host": _LOOPBACK,  # the TaskManager's RPC and data exchange, where they listen
+        "taskmanager.host": _LOOPBACK,
+        "web.submit.enable": "false",  # no jar upload and run through REST
+        "web.cancel.enable": "false",
+        "web.rescale.enable": "false",
+    }
+)
+
+
+def local_cluster_settings(flink: Mapping[str, str]) -> dict[str, str]:
+    """:data:`LOCAL_CLUSTER_DEFAULTS` with a job's ``flink`` settings on top (a key set there wins:
+    ``rest.bind-address: 0.0.0.0`` serves the web UI to other hosts)."""
+    return {**LOCAL_CLUSTER_DEFAULTS, **flink}
 
 
 def scratch_root() -> Path:

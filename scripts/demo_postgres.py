@@ -29,6 +29,8 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:
     import psycopg2.extensions
 
+    from tests.support.debezium import SourceTable
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 SERVICES = ROOT / "scripts" / "services"
@@ -48,17 +50,34 @@ def _running(name: str) -> bool:
     return subprocess.run(["bash", str(SERVICES / f"{name}.sh"), "status"], capture_output=True, check=False).returncode == 0
 
 
-def _changes(cursor: psycopg2.extensions.cursor, table: str) -> None:
+def _row(key: int) -> dict[str, object]:
+    """A source row with a value for every column, by name (SourceTable.insert checks that it
+    names each column of tests/support/debezium.py's COLUMNS, the one definition of them)."""
+    return {
+        "id": key,
+        "amount": decimal.Decimal(key * 1234567) / 100,
+        "day": dt.date(2024, 1, key),
+        "at": dt.datetime(2024, 1, key, 12, 0, 0, key),
+        "at_ms": dt.datetime(2024, 1, key, 12, 30, 0, key * 1000),
+        "atz": dt.datetime(2024, 1, key, 12, tzinfo=dt.timezone(dt.timedelta(hours=key - 4))),
+        "t_ms": dt.time(key, 15, 0, key * 1000),
+        "uid": str(uuid.uuid4()),
+        "note": f"order {key}",
+        "flag": key % 2 == 0,
+        "raw": bytes(range(key)),
+        "doc": f'{{"items": {key}}}',
+    }
+
+
+def _changes(cursor: psycopg2.extensions.cursor, source: SourceTable) -> None:
     """What happens to the source table once the connector streams: each kind of change."""
-    run = cursor.execute
+    run, table = cursor.execute, source.name
     run(f"UPDATE {table} SET amount = amount * 2, note = 'doubled', flag = NOT flag WHERE id IN (1, 2)")
     run(f"UPDATE {table} SET id = 100, note = 'key moved from 3' WHERE id = 3")  # a delete + a create
     run(f"DELETE FROM {table} WHERE id = 4")
     run("BEGIN")
-    run(
-        f"INSERT INTO {table} VALUES (9, -0.01, '1999-12-31', '1999-12-31 23:59:59.999999', "
-        "'1999-12-31 23:59:59+14', gen_random_uuid(), 'in a transaction', NULL, '\\x00ff', '[1, 2, 3]')"
-    )
+    late = {**_row(9), "amount": decimal.Decimal("-0.01"), "note": "in a transaction", "flag": None, "raw": b"\x00\xff"}
+    source.insert(cursor, {**late, "atz": dt.datetime(1999, 12, 31, 23, 59, 59, tzinfo=dt.timezone(dt.timedelta(hours=14)))})
     run(f"UPDATE {table} SET raw = '\\xcafe', doc = doc || '{{\"seen\": true}}' WHERE id = 5")
     run(f"DELETE FROM {table} WHERE id = 6")
     run("COMMIT")
@@ -104,12 +123,7 @@ def main() -> int:
     try:
         with connection.cursor() as cursor:
             for key in range(1, 9):
-                cursor.execute(
-                    f"INSERT INTO {source.name} VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    (key, decimal.Decimal(key * 1234567) / 100, dt.date(2024, 1, key), dt.datetime(2024, 1, key, 12, 0, 0, key),
-                     dt.datetime(2024, 1, key, 12, tzinfo=dt.timezone(dt.timedelta(hours=key - 4))), str(uuid.uuid4()),
-                     f"order {key}", key % 2 == 0, bytes(range(key)), f'{{"items": {key}}}'),
-                )  # fmt: skip
+                source.insert(cursor, _row(key))
         print(f"demo-postgres: source table public.{source.name} with 8 rows; starting the connector", flush=True)
         connect.create(prefix, connector_config(host=parts.hostname, port=parts.port, database=parts.path.lstrip("/"),
                                                 table=source.name, prefix=prefix))  # fmt: skip
@@ -117,7 +131,7 @@ def main() -> int:
         connect.wait_running(prefix)
         wait_for_snapshot(bootstrap, topic, 8, timeout=60)  # changes before it would be read by it
         with connection.cursor() as cursor:
-            _changes(cursor, source.name)
+            _changes(cursor, source)
             cursor.execute(f"UPDATE {source.name} SET note = 'last change' WHERE id = 8")
         deadline = time.monotonic() + 90
         while True:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from mixed_iceberg.exceptions import ConfigError, MixedIcebergError, NoSuchTableError
-from mixed_iceberg.flink_client import prepare_flink_client
+from mixed_iceberg.flink_client import LOCAL_CLUSTER_DEFAULTS, prepare_flink_client
 from mixed_iceberg.ingest.config import IngestConfig, load_ingest_config, pin_catalog
 from mixed_iceberg.ingest.monitor import (
     FlinkRest,
@@ -124,7 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     from mixed_iceberg.ingest.flink import build_pipeline
 
     on_cli = "PYFLINK_GATEWAY_PORT" in os.environ  # under `flink run`: the cluster's REST API
-    settings = {} if on_cli or not watching else local_rest_settings(config.flink)
+    # A local mini-cluster listens on loopback only, without REST submit or cancel (the job's
+    # `flink` settings, applied on top, may say otherwise); watched, its REST port is known.
+    local = {**LOCAL_CLUSTER_DEFAULTS, **(local_rest_settings(config.flink) if watching else {})}
+    settings = {} if on_cli else local
     env = build_pipeline(config, connector_jars(), sys.executable, bounded=args.bounded, settings=settings)
     if not watching:
         env.execute(config.job_name)

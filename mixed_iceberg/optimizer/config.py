@@ -18,7 +18,7 @@ import difflib
 import enum
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -255,6 +255,8 @@ class OptimizerConfig:
     catalogs: Mapping[str, Mapping[str, str]]
     catalog_config: str | None
     groups: Mapping[str, GroupConfig]
+    #: Flink settings of the PyFlink job (``flink:``), on top of its own; the local container ignores them.
+    flink: Mapping[str, str] = field(default_factory=dict)
 
     def group(self, name: str) -> GroupConfig:
         """Raises ConfigError for a group the file does not declare."""
@@ -264,7 +266,7 @@ class OptimizerConfig:
         return found
 
 
-_TOP_KEYS = ("system-database", "catalogs", "catalog-config", "optimizer_groups")
+_TOP_KEYS = ("system-database", "catalogs", "catalog-config", "optimizer_groups", "flink")
 
 
 def _resolve_sqlite(url: str, home: Path) -> str:
@@ -311,12 +313,16 @@ def parse_optimizer_config(raw: Mapping[str, Any], where: str = "optimizer confi
             catalogs[entry["name"]] = {str(k): str(v) for k, v in (entry.get("properties") or {}).items()}
         else:
             raise ConfigError(f"{where}: catalogs: expected catalog names or {{name, properties}} entries, found {entry!r}")
+    flink = data.get("flink") or {}
+    if not isinstance(flink, dict):
+        raise ConfigError(f"{where}: flink: expected a mapping of Flink settings, found {flink!r}")
     url = data.get("system-database") or "sqlite:///.warehouse/optimizer.db"
     return OptimizerConfig(
         system_database=_resolve_sqlite(str(url), base),
         catalogs=catalogs,
         catalog_config=data.get("catalog-config"),
         groups=groups,
+        flink={str(k): str(v) for k, v in flink.items()},
     )
 
 

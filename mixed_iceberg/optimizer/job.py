@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from mixed_iceberg.exceptions import ConfigError
-from mixed_iceberg.flink_client import prepare_flink_client
+from mixed_iceberg.flink_client import local_cluster_settings, prepare_flink_client
 from mixed_iceberg.optimizer.config import default_optimizer_config_path, load_optimizer_config
 
 __all__ = ["main"]
@@ -50,9 +50,15 @@ def main(argv: list[str] | None = None) -> int:
     from mixed_iceberg.optimizer.flink import build_pipeline, pinned_config
 
     pinned = pinned_config(config, raw)
-    env = build_pipeline(pinned, args.group, parallelism=args.parallelism, threads=args.threads, python=sys.executable)
+    on_cli = "PYFLINK_GATEWAY_PORT" in os.environ  # under `flink run`: the cluster's configuration decides
+    # A local mini-cluster listens on loopback only, without REST submit or cancel, unless the
+    # config's `flink` settings say otherwise.
+    settings = dict(config.flink) if on_cli else local_cluster_settings(config.flink)
+    env = build_pipeline(
+        pinned, args.group, parallelism=args.parallelism, threads=args.threads, python=sys.executable, settings=settings
+    )
     name = f"mixed-iceberg-optimizer-{args.group}"
-    if "PYFLINK_GATEWAY_PORT" in os.environ and not args.run_for:
+    if on_cli and not args.run_for:
         env.execute(name)  # under `flink run`: the cluster runs it until it is cancelled there
         return 0
     # The local mini-cluster lives in this client: SIGTERM / SIGINT cancel the job, so that its

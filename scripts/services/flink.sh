@@ -135,6 +135,11 @@ rest:
   address: 127.0.0.1
   bind-address: 127.0.0.1
   port: $REST_PORT
+# No jar upload and run through the web UI; flink run submits through the REST API's own
+# job endpoint, which this does not touch.
+web:
+  submit:
+    enable: "false"
 blob:
   server:
     port: "0"

@@ -8,6 +8,7 @@ import decimal
 import json
 import random
 import shutil
+import subprocess
 import time
 import uuid
 from collections import Counter
@@ -32,7 +33,9 @@ from tests.support.debezium import (
     wait_for_snapshot,
 )
 from tests.support.ingest import IngestJob, IngestSetup, read_topic
+from tests.support.make import make_command
 from tests.support.services import CONNECT, POSTGRES, ROOT
+from tests.support.sockets import ListenerWatch, assert_loopback_only
 
 pytestmark = [
     pytest.mark.integration,
@@ -247,3 +250,27 @@ def test_debezium_postgres_changes_land_in_the_table_value_by_value(
     finally:
         connection.close()
         source.drop(slot=prefix)
+
+
+def test_kafka_connect_listens_on_loopback_only(connect_url: str) -> None:
+    assert_loopback_only(CONNECT)
+
+
+def test_make_demo_postgres_shows_the_table_equal_to_postgresql(
+    kafka_bootstrap: str, connect_url: str, logical_postgres: str, tmp_path: Path
+) -> None:
+    """``make demo-postgres`` (docs/debezium.md) as a user runs it, on the services this module
+    runs anyway; its ingest job listens on loopback only, as ``make demo``'s jobs do."""
+    started = time.monotonic()
+    log = tmp_path / "make-demo-postgres.log"
+    with log.open("w+") as output:
+        make = subprocess.Popen(make_command("demo-postgres"), cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, text=True)
+        with ListenerWatch(lambda: [make.pid]).running() as watch:
+            code = make.wait(600)
+        output.seek(0)
+        text = output.read()
+    assert code == 0, text[-5000:]
+    assert "value by value: equal" in text, text[-5000:]
+    assert watch.beam, "the demo's ingest job was not seen running"
+    assert watch.exposed() == [], "listening beyond loopback:\n" + "\n".join(map(str, watch.exposed()))
+    print(f"make demo-postgres: {time.monotonic() - started:.1f} s")

@@ -4,7 +4,7 @@
 distribution) as separate JVMs; the job's Python client runs under the ``flink`` CLI and its
 Python workers under the TaskManager, in the TaskManager's environment and working directory.
 The table and LogStore must come out exactly as from the local mini-cluster, also for a
-second run that resumes from what the first committed.
+second run that resumes from what the first committed; the cluster listens on loopback only.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 from tests.integration.test_ingest_pipeline import assert_logstore_exactly_once, assert_table_matches
 from tests.support.ingest import IngestJob, IngestSetup, produce, produce_more, read_topic
 from tests.support.services import FLINK
+from tests.support.sockets import ListenerWatch, service_pids
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -65,7 +67,15 @@ def _run_on_cluster(setup: IngestSetup, rest: str) -> dict[str, object]:
 def test_flink_run_on_a_session_cluster_ingests_exactly_once(kafka_bootstrap: str, flink_rest: str, tmp_path: Path) -> None:
     setup = IngestSetup(tmp_path, kafka_bootstrap, "it-cluster")
     oracle = produce(setup, events=3_000, keys=500, bad=5, seed=11)
-    first = _run_on_cluster(setup, flink_rest)
+    cluster = service_pids(FLINK)  # the JobManager and the TaskManager
+    with ListenerWatch(lambda: cluster).running() as watch:
+        first = _run_on_cluster(setup, flink_rest)
+    # Nothing of the cluster listens beyond loopback while it runs the job, but for Beam's gRPC
+    # servers in the TaskManager (see mixed_iceberg/flink_client.py), and it takes no jar uploads.
+    assert watch.beam, "the TaskManager's Python workers were not seen"
+    assert watch.exposed() == [], "listening beyond loopback:\n" + "\n".join(map(str, watch.exposed()))
+    with pytest.raises(urllib.error.HTTPError, match="404"):
+        urllib.request.urlopen(f"{flink_rest}/jars", timeout=10)
     assert first["name"] == setup.name
     assert first["state"] == "FINISHED"
     # The TaskManager's workers wrote the client's table (the warehouse is per test, set only

@@ -12,7 +12,7 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,6 +149,19 @@ class SourceTable:
             columns = ", ".join(f"{name} {kind}" for name, kind in COLUMNS.items())
             cursor.execute(f"DROP TABLE IF EXISTS public.{self.name}")
             cursor.execute(f"CREATE TABLE public.{self.name} ({columns})")
+
+    def insert(self, cursor: psycopg2.extensions.cursor, row: Mapping[str, object]) -> None:
+        """Insert ``row``, a value for every column of :data:`COLUMNS` by name: the statement is
+        built from that one list, so a column added there cannot shift a caller's values into
+        the wrong columns (it is refused here instead)."""
+        if set(row) != set(COLUMNS):
+            missing, unknown = [c for c in COLUMNS if c not in row], [c for c in row if c not in COLUMNS]
+            raise ValueError(
+                f"{self.name}: expected a value for each of {list(COLUMNS)}, found none for {missing}, unknown {unknown}"
+            )
+        names = ", ".join(COLUMNS)
+        values = ", ".join(f"%({c})s" for c in COLUMNS)
+        cursor.execute(f"INSERT INTO public.{self.name} ({names}) VALUES ({values})", dict(row))
 
     def drop(self, slot: str) -> None:
         """Drop the table, and the replication slot and publication a connector made for it.

@@ -1,8 +1,13 @@
-"""The README's Python blocks run as written, in order, against a warehouse in a temporary folder."""
+"""The README's Python blocks run as written, in order, against a warehouse in a temporary folder,
+and then its ``mixed-iceberg`` commands against the table they made."""
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +20,13 @@ README = Path(__file__).resolve().parents[3] / "README.md"
 
 def python_blocks(text: str) -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
+
+
+def cli_commands(text: str) -> list[list[str]]:
+    """The ``.venv/bin/mixed-iceberg ...`` lines of the README's bash blocks, comments dropped."""
+    blocks = re.findall(r"^```bash\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
+    lines = [line.split("#", 1)[0].strip() for block in blocks for line in block.splitlines()]
+    return [shlex.split(line) for line in lines if line.startswith(".venv/bin/mixed-iceberg ")]
 
 
 def test_readme_python_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -34,3 +46,14 @@ def test_readme_python_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     for number, block in enumerate(blocks[1:], start=2):
         exec(compile(block, f"{README}: python block {number}", "exec"), namespace)
     assert rows_of(table.scan().to_arrow()) == [(1, "a", 5), (2, "b", 9), (4, "d", 2)]
+    # The README's CLI lines, with this interpreter's console script (the venv's, as the README says).
+    commands = cli_commands(README.read_text())
+    assert [c[1] for c in commands] == ["status", "optimize"], commands
+    script = Path(sys.executable).parent / "mixed-iceberg"
+    env = {**os.environ, "MIXED_ICEBERG_WAREHOUSE_DIR": str(tmp_path)}
+    env.pop("MIXED_ICEBERG_CATALOGS", None)
+    for command in commands:
+        done = subprocess.run([str(script), *command[1:]], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, f"{shlex.join(command)}: {done.stderr[-3000:]}"
+        assert "db.orders" in done.stdout, done.stdout
+    assert rows_of(table.refresh().scan().to_arrow()) == [(1, "a", 5), (2, "b", 9), (4, "d", 2)]

@@ -64,6 +64,19 @@ def test_local_task_slots_follow_the_parallelism_and_a_bad_count_is_refused() ->
 
 
 @pytest.mark.filterwarnings("ignore:.* has been deprecated since version:DeprecationWarning")  # pyflink.table, at import
+def test_the_local_cluster_listens_on_loopback_unless_the_flink_section_says_otherwise() -> None:
+    from mixed_iceberg.flink_client import LOCAL_CLUSTER_DEFAULTS
+    from mixed_iceberg.ingest.flink import flink_settings  # imports pyflink
+
+    shipped = load_ingest_config(SHIPPED, {})
+    settings = flink_settings(shipped, "python3", LOCAL_CLUSTER_DEFAULTS)
+    assert (settings["rest.bind-address"], settings["jobmanager.bind-host"]) == ("127.0.0.1", "127.0.0.1")
+    assert settings["web.submit.enable"] == "false"
+    mine = flink_settings(load_ingest_config(SHIPPED, {"flink.rest.bind-address": "0.0.0.0"}), "python3", LOCAL_CLUSTER_DEFAULTS)
+    assert (mine["rest.bind-address"], mine["jobmanager.bind-host"]) == ("0.0.0.0", "127.0.0.1")
+
+
+@pytest.mark.filterwarnings("ignore:.* has been deprecated since version:DeprecationWarning")  # pyflink.table, at import
 def test_source_fetches_big_batches_unless_the_config_says_otherwise() -> None:
     from mixed_iceberg.ingest.flink import source_options  # imports pyflink
 

@@ -90,3 +90,26 @@ def test_the_docs_list_every_group_property_with_its_default() -> None:
     for key, option in GROUP_OPTIONS.items():
         shown = documented[key].strip()
         assert option.parse(shown) == option.default, f"{key}: the docs say {shown}, the default is {option.default}"
+
+
+def test_the_jobs_local_cluster_listens_on_loopback_unless_the_flink_section_says_otherwise() -> None:
+    from mixed_iceberg.flink_client import local_cluster_settings
+
+    groups = [{"name": "default", "container": "flink"}]
+    assert load_optimizer_config(ROOT / "conf" / "optimizer.yaml").flink == {}
+    defaults = local_cluster_settings(parse_optimizer_config({"optimizer_groups": groups}).flink)
+    hosts = ("rest.bind-address", "jobmanager.bind-host", "taskmanager.bind-host", "taskmanager.host")
+    assert {defaults[key] for key in hosts} == {"127.0.0.1"}
+    assert defaults["web.submit.enable"] == defaults["web.cancel.enable"] == "false"
+    # Binding elsewhere is an explicit setting, and only the keys set move.
+    config = parse_optimizer_config(
+        {"optimizer_groups": groups, "flink": {"rest.bind-address": "0.0.0.0", "web.submit.enable": "true"}}
+    )
+    mine = local_cluster_settings(config.flink)
+    assert (mine["rest.bind-address"], mine["web.submit.enable"], mine["jobmanager.bind-host"]) == (
+        "0.0.0.0",
+        "true",
+        "127.0.0.1",
+    )
+    with pytest.raises(ConfigError, match="flink: expected a mapping of Flink settings"):
+        parse_optimizer_config({"optimizer_groups": groups, "flink": ["rest.port=1"]})
