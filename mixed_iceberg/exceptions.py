@@ -24,8 +24,10 @@
     │   ├── MissingKeyError             a primary-key column is absent or null
     │   ├── RepeatedKeyError            a streamed bulk load repeats a key its merge engine would combine
     │   └── SchemaMismatchError         columns or types differ from the table schema
-    ├── CorruptTableError           table metadata breaks a Mixed-Iceberg rule
-    │   └── OptimizedSequenceMismatchError  the BaseStore's optimized sequence is lost or its two records disagree
+    ├── CorruptTableError           table metadata breaks a Mixed-Iceberg rule, or a file of it is damaged
+    │   ├── OptimizedSequenceMismatchError  the BaseStore's optimized sequence is lost or its two records disagree
+    │   └── CorruptFileError        a metadata file, manifest list, manifest, data or delete file does not parse
+    │       └── MissingFileError    a file the table's metadata references is gone (also a FileNotFoundError)
     ├── CommitError                 a commit did not land; the table is as it was
     │   └── CommitConflictError     retryable: another commit got there first
     ├── CommitStateUnknownError     a commit may or may not have landed; its files are kept
@@ -43,6 +45,7 @@ __all__ = [
     "CommitError",
     "CommitStateUnknownError",
     "ConfigError",
+    "CorruptFileError",
     "CorruptTableError",
     "InvalidChangeActionError",
     "InvalidChangeError",
@@ -51,6 +54,7 @@ __all__ = [
     "InvalidScanError",
     "InvalidSchemaError",
     "LogStoreError",
+    "MissingFileError",
     "MissingKeyError",
     "MixedIcebergError",
     "NamespaceExistsError",
@@ -160,7 +164,9 @@ class SchemaMismatchError(InvalidChangeError):
 
 
 class CorruptTableError(MixedIcebergError):
-    """Stored metadata breaks a Mixed-Iceberg rule (for example a ChangeStore that is missing)."""
+    """Stored metadata breaks a Mixed-Iceberg rule (for example a ChangeStore that is missing),
+    or a file of the table is damaged (:class:`CorruptFileError`). Damage is contained to its
+    table: the optimizer service marks the table FAILED with this error and serves the others."""
 
 
 class OptimizedSequenceMismatchError(CorruptTableError):
@@ -169,6 +175,25 @@ class OptimizedSequenceMismatchError(CorruptTableError):
     Puffin blob and no copy in its summary (another engine replaced the statistics file of a
     snapshot Amoro wrote), or the Puffin blob and the summary copy disagree. Reading on would
     bring back change rows already merged into the BaseStore (old versions, duplicates)."""
+
+
+class CorruptFileError(CorruptTableError):
+    """A file the table's metadata references does not parse: a metadata JSON file, a manifest
+    list, a manifest, a data or a delete file (garbage, truncated, emptied). The message names
+    the table and the file; :attr:`path` is the file's location. A damaged file stays damaged
+    however often it is read, unlike a transient I/O error (a connection refused, a timeout),
+    which keeps its own type. ``MixedCatalog.drop_table`` and ``purge_table`` still remove the
+    table."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class MissingFileError(CorruptFileError, FileNotFoundError):
+    """A file the table's metadata references is gone. Also a :class:`FileNotFoundError`, so
+    code that tells a missing file apart (a time-travel read of files that maintenance
+    removed is a :class:`SnapshotExpiredError`) keeps doing so."""
 
 
 class CommitError(MixedIcebergError):

@@ -22,6 +22,7 @@ from pyiceberg.table import Table
 
 from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.schema import arrow_schema
+from mixed_iceberg.store.damage import register
 from mixed_iceberg.table_config import TableConfig
 from mixed_iceberg.typedef import TableFormat
 
@@ -49,6 +50,10 @@ class TableHandle:
             PropertyError: a layout property holds a bad value.
         """
         keys = tuple(primary_key)
+        # Errors about a damaged file name the table and its store (the stores' FileIO tell).
+        register(base_store.io, name if change_store is None else f"{name}, BaseStore")
+        if change_store is not None:
+            register(change_store.io, f"{name}, ChangeStore")
         columns = {f.name: f.type for f in arrow_schema(base_store.schema(), field_ids=False)}
         config = TableConfig.from_properties(base_store.properties, columns=columns, primary_key=keys, table=name)
         return cls(

@@ -20,6 +20,7 @@ from pyiceberg.table.update.snapshot import _SnapshotProducer
 from pyiceberg.typedef import EMPTY_DICT
 
 from mixed_iceberg._pyiceberg.row_delta import DeleteManifestWriter
+from mixed_iceberg.store.damage import MANIFEST, MANIFEST_LIST, reading
 
 __all__ = ["ManifestRewrite", "has_deleted_entries"]
 
@@ -63,7 +64,10 @@ class ManifestRewrite(_SnapshotProducer["ManifestRewrite"]):
 
     def _merge(self, manifests: list[ManifestFile]) -> ManifestFile | None:
         first = manifests[0]
-        entries = [e for m in manifests for e in self.fetch_manifest_entry(m, discard_deleted=True)]
+        entries = []
+        for manifest in manifests:
+            with reading(self._io, MANIFEST, manifest.manifest_path):
+                entries.extend(self.fetch_manifest_entry(manifest, discard_deleted=True))
         if not entries:
             return None
         spec: PartitionSpec = self.spec(first.partition_spec_id)
@@ -88,7 +92,8 @@ class ManifestRewrite(_SnapshotProducer["ManifestRewrite"]):
         )
         if parent is None:
             return []
-        manifests = parent.manifests(self._io)
+        with reading(self._io, MANIFEST_LIST, parent.manifest_list):
+            manifests = parent.manifests(self._io)
         self.manifests_before = len(manifests)
         result = []
         for group in self._plan(manifests):

@@ -52,6 +52,7 @@ from pyiceberg.table.update.snapshot import _SnapshotProducer
 from pyiceberg.typedef import EMPTY_DICT, Record
 
 from mixed_iceberg.options import MANIFEST_MERGE_ENABLED, MANIFEST_MIN_COUNT_TO_MERGE, MANIFEST_TARGET_SIZE
+from mixed_iceberg.store.damage import MANIFEST, MANIFEST_LIST, reading
 from mixed_iceberg.store.manifests.live_files import manifest_entries, remember_entries
 
 __all__ = ["DeleteManifestWriter", "add_snapshot_properties", "spec_id_of", "stage_rewrite"]
@@ -312,7 +313,9 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
             key: self._may_hold(key[1], parts) for key, parts in partitions.items()
         }
         plan: list[tuple[ManifestFile, list[ManifestEntry] | None]] = []
-        for manifest in parent.manifests(self._io):
+        with reading(self._io, MANIFEST_LIST, parent.manifest_list):
+            manifests = parent.manifests(self._io)
+        for manifest in manifests:
             if not (manifest.has_added_files() or manifest.has_existing_files()):
                 continue  # only DELETED entries of an older snapshot: nothing live to carry
             check = may_hold.get((manifest.content, manifest.partition_spec_id))
@@ -434,7 +437,9 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
         specs = metadata.specs()
         base_id = window.base.snapshot_id if window.base is not None else None
         for snapshot in ancestors_between_ids(base_id, window.head.snapshot_id, metadata):
-            for manifest in snapshot.manifests(self._io):
+            with reading(self._io, MANIFEST_LIST, snapshot.manifest_list):
+                manifests = snapshot.manifests(self._io)
+            for manifest in manifests:
                 if manifest.added_snapshot_id != snapshot.snapshot_id:
                     continue
                 watch, status = (
@@ -444,7 +449,9 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
                 )
                 if not watch:
                     continue
-                for entry in manifest.fetch_manifest_entry(self._io, discard_deleted=False):
+                with reading(self._io, MANIFEST, manifest.manifest_path):
+                    entries = manifest.fetch_manifest_entry(self._io, discard_deleted=False)
+                for entry in entries:
                     f = entry.data_file
                     is_global = f.content == DataFileContent.EQUALITY_DELETES and specs[f.spec_id].is_unpartitioned()
                     ours = entry.status == status and entry.snapshot_id == snapshot.snapshot_id

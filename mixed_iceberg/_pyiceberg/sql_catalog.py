@@ -56,6 +56,7 @@ from mixed_iceberg._pyiceberg.patches import updated_metadata
 from mixed_iceberg.caching import LruCache
 from mixed_iceberg.catalog.locations import location_taken
 from mixed_iceberg.catalog.metadata_json import write_metadata
+from mixed_iceberg.store.damage import METADATA_FILE, reading, register
 
 __all__ = ["MetadataCache", "SqlCatalogWithCache"]
 
@@ -118,13 +119,11 @@ class SqlCatalogWithCache(SqlCatalog):
         if attempt is not None and not attempt.loaded and attempt.table.name() == Catalog.identifier_to_tuple(identifier):
             attempt.loaded = True  # pyiceberg's commit_table loading the table it commits
             return attempt.table
-        namespace = Catalog.namespace_to_string(Catalog.namespace_from(identifier))
-        name = Catalog.table_name_from(identifier)
-        with self.engine.connect() as connection:
-            location = connection.execute(self._location_query, {"namespace": namespace, "name": name}).scalar()
+        location = self.metadata_location(identifier)
         if not location:
             return super().load_table(identifier)  # pyiceberg's path raises its NoSuchTableError
-        return self._table_at(namespace, name, location)
+        namespace = Catalog.namespace_to_string(Catalog.namespace_from(identifier))
+        return self._table_at(namespace, Catalog.table_name_from(identifier), location)
 
     def _convert_orm_to_iceberg(self, orm_table: IcebergTables) -> Table:
         location = orm_table.metadata_location
@@ -133,18 +132,41 @@ class SqlCatalogWithCache(SqlCatalog):
         return self._table_at(orm_table.table_namespace, orm_table.table_name, location)
 
     def _table_at(self, namespace: str, name: str, location: str) -> Table:
+        """The table whose current metadata file is ``location``.
+
+        Raises:
+            MissingFileError: the metadata file is gone.
+            CorruptFileError: the metadata file does not parse.
+        """
         metadata = self.metadata_cache.get(location)
         if metadata is None:
             io = load_file_io(properties=self.properties, location=location)
-            metadata = FromInputFile.table_metadata(io.new_input(location))
+            with reading(io, METADATA_FILE, location, table=f"{namespace}.{name}"):
+                metadata = FromInputFile.table_metadata(io.new_input(location))
             self.metadata_cache.put(location, metadata)
-        return Table(
+        table = Table(
             identifier=(*Catalog.identifier_to_tuple(namespace), name),
             metadata=metadata,
             metadata_location=location,
             io=self._load_file_io(metadata.properties, location),
             catalog=self,
         )
+        register(table.io, f"{namespace}.{name}")  # names the table in the errors of damaged files
+        return table
+
+    def table_exists(self, identifier: str | Identifier) -> bool:
+        """Whether the catalog has the table: one query, the metadata file not parsed (pyiceberg
+        loads the table, so a table whose metadata is damaged would not exist)."""
+        return self.metadata_location(identifier) is not None
+
+    def metadata_location(self, identifier: str | Identifier) -> str | None:
+        """The current metadata file of a table, as the catalog records it (None: no such
+        table); read without parsing the file, so a table whose metadata is damaged has one."""
+        namespace = Catalog.namespace_to_string(Catalog.namespace_from(identifier))
+        name = Catalog.table_name_from(identifier)
+        with self.engine.connect() as connection:
+            location = connection.execute(self._location_query, {"namespace": namespace, "name": name}).scalar()
+        return location or None
 
     def _update_and_stage_table(
         self,

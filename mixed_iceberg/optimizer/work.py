@@ -32,6 +32,7 @@ from mixed_iceberg.optimizing.engine import Deferred, PlannedRun, TableOptimizin
 from mixed_iceberg.optimizing.execute import TaskOutput
 from mixed_iceberg.optimizing.model import OptimizingType, RewriteTask
 from mixed_iceberg.store.commit import CommitOutcome, last_committed_sequence
+from mixed_iceberg.store.damage import METADATA_FILE, reading
 from mixed_iceberg.table import MixedTable
 from mixed_iceberg.typedef import CommitId
 
@@ -72,16 +73,23 @@ def plan_process(table: MixedTable, db: SystemDatabase, *, table_id: str, group:
     return process_id
 
 
-def _static(store: Table, location: str) -> Table:
-    return StaticTable.from_metadata(location, dict(store.io.properties))
+def _static(store: Table, location: str, name: str) -> Table:
+    with reading(store.io, METADATA_FILE, location, table=name, referenced=False):
+        return StaticTable.from_metadata(location, dict(store.io.properties))
 
 
 def planned_view(table: MixedTable, process: ProcessRecord) -> tuple[TableHandle, CollectedTable]:
-    """The table as the process was planned on, and what the plan collected from it."""
+    """The table as the process was planned on, and what the plan collected from it.
+
+    Raises:
+        CorruptFileError: a metadata file the process names, or a manifest, does not parse.
+    """
     live = table.handle
-    base = _static(live.base_store, process.base_metadata)
+    base = _static(live.base_store, process.base_metadata, live.name)
     change = (
-        _static(live.change_store, process.change_metadata) if live.change_store is not None and process.change_metadata else None
+        _static(live.change_store, process.change_metadata, live.name)
+        if live.change_store is not None and process.change_metadata
+        else None
     )
     handle = TableHandle.of(live.name, live.format, base, change, live.primary_key)
     return handle, collect(handle, partition_filter(handle))

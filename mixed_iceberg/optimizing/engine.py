@@ -31,6 +31,7 @@ from mixed_iceberg.optimizing.model import (
     TableEvaluation,
 )
 from mixed_iceberg.optimizing.plan import plan_tasks
+from mixed_iceberg.store.damage import CHANGE_FILE, ExpectedFile, expected, locating
 from mixed_iceberg.table_properties import optimizing_filter
 from mixed_iceberg.typedef import Clock
 
@@ -127,7 +128,45 @@ def execute_run(
     writer: WriterIdentity,
     parallelism: int = 1,
 ) -> list[TaskOutput]:
-    """Execute planned ``tasks`` (as one merge when ``unit``); nothing is committed."""
+    """Execute planned ``tasks`` (as one merge when ``unit``); nothing is committed.
+
+    Raises:
+        CorruptFileError: an input file does not parse, or is gone (``MissingFileError``).
+    """
+    base = table.base_store
+    with locating(base.io, lambda: _base_inputs(collected, tasks)):
+        if table.change_store is None:
+            return _execute(table, collected, tasks, unit=unit, writer=writer, parallelism=parallelism)
+        with locating(table.change_store.io, lambda: _change_inputs(collected, tasks)):
+            return _execute(table, collected, tasks, unit=unit, writer=writer, parallelism=parallelism)
+
+
+def _base_inputs(collected: CollectedTable, tasks: Sequence[RewriteTask]) -> list[ExpectedFile]:
+    """The base data and delete files ``tasks`` read, as their manifests describe them."""
+    found: list[ExpectedFile] = []
+    for task in tasks:
+        for file in (*task.rewrite, *task.segments):
+            deletes = (*file.pos_delete_files, *file.eq_delete_files, *task.drop_delete_files)
+            lives = (collected.data_files.get(file.path), *(collected.delete_files.get(d) for d in deletes))
+            found.extend(expected(live.data_file) for live in lives if live is not None)
+    return found
+
+
+def _change_inputs(collected: CollectedTable, tasks: Sequence[RewriteTask]) -> list[ExpectedFile]:
+    """The change files ``tasks`` merge, as their manifests describe them."""
+    lives = (collected.change_files.get(c.path) for task in tasks for c in task.change)
+    return [expected(live.data_file, CHANGE_FILE) for live in lives if live is not None]
+
+
+def _execute(
+    table: TableHandle,
+    collected: CollectedTable,
+    tasks: Sequence[RewriteTask],
+    *,
+    unit: bool,
+    writer: WriterIdentity,
+    parallelism: int,
+) -> list[TaskOutput]:
     if unit:
         return execute_unit(table, collected, tasks, writer, competitors(table, collected))
     if parallelism <= 1 or len(tasks) <= 1:

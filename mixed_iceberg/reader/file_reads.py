@@ -40,6 +40,7 @@ from mixed_iceberg.reader.merge import keep_rows
 from mixed_iceberg.reader.runs import Runs
 from mixed_iceberg.reader.small_files import are_small, read_small_files
 from mixed_iceberg.sorting import stable_order
+from mixed_iceberg.store.damage import expected, locating
 from mixed_iceberg.store.write.position_deletes import referenced_data_file
 
 __all__ = [
@@ -106,7 +107,8 @@ def positions_by_file(store: Table, delete_files: Iterable[DataFile]) -> dict[st
     file's positions are cached by its path, read-only.
 
     Raises:
-        CorruptTableError: delete files hold another number of rows than their manifests say.
+        CorruptTableError: delete files hold another number of rows than their manifests say,
+            or one does not parse (``CorruptFileError``) or is gone (``MissingFileError``).
     """
     files = list(delete_files)
     per_file: dict[str, Mapping[str, npt.NDArray[np.int64]]] = {
@@ -114,7 +116,8 @@ def positions_by_file(store: Table, delete_files: Iterable[DataFile]) -> dict[st
     }
     missing = list({d.file_path: d for d in files if d.file_path not in per_file}.values())
     if missing:
-        read = _read_positions(store, missing)
+        with locating(store.io, lambda: [expected(d) for d in missing]):
+            read = _read_positions(store, missing)
         for d in missing:
             _POSITIONS.put(d.file_path, read[d.file_path])
         per_file.update(read)
@@ -273,9 +276,11 @@ def read_positional(store: Table, tasks: Sequence[FileScanTask], projected: Sche
 
     Raises:
         ValueError: a task carries equality deletes.
-        CorruptTableError: a file's row count disagrees with its manifest.
+        CorruptTableError: a file's row count disagrees with its manifest, or a file does not
+            parse (``CorruptFileError``) or is gone (``MissingFileError``).
     """
-    rows, keep = read_unmasked(store, tasks, projected)
+    with locating(store.io, lambda: [expected(f) for t in tasks for f in (t.file, *t.delete_files)]):
+        rows, keep = read_unmasked(store, tasks, projected)
     counts = np.fromiter((t.file.record_count for t in tasks), dtype=np.int64, count=len(tasks))
     if keep is None:
         return rows, counts

@@ -9,7 +9,7 @@ merge together with its own drops).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +26,7 @@ from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, keep_rows, pack_lsn
 from mixed_iceberg.reader.plan import ChangeFileRef
 from mixed_iceberg.reader.runs import Runs
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
+from mixed_iceberg.store.damage import CHANGE_FILE, ExpectedFile, expected, locating
 
 __all__ = [
     "base_lsn",
@@ -50,14 +51,19 @@ def read_change_rows(
     """``columns`` of every row in ``refs`` that passes ``row_filter``, plus LSN, in ``refs`` order.
 
     Columns are resolved by field id. ``schemas`` (the ChangeStore's ``metadata.schemas``)
-    spares a look at the files' footers while no schema named a wanted column otherwise."""
+    spares a look at the files' footers while no schema named a wanted column otherwise.
+
+    Raises:
+        CorruptFileError: a change file does not parse, or is gone (``MissingFileError``).
+    """
     if not refs:
         empty = change_file_schemas(schema).by_name.empty_table().select([*columns, FILE_OFFSET_FIELD.name])
         return _tag_change(empty, np.empty(0, np.int64), np.empty(0, np.int64))
     # By field id: files of the current schema in one dataset scan, the others projected.
-    rows, fragment = read_change_files(
-        io, schema, [ref.path for ref in refs], columns, row_filter, schemas, [ref.record_count for ref in refs]
-    )
+    with locating(io, lambda: [ExpectedFile(ref.path, CHANGE_FILE, records=ref.record_count) for ref in refs]):
+        rows, fragment = read_change_files(
+            io, schema, [ref.path for ref in refs], columns, row_filter, schemas, [ref.record_count for ref in refs]
+        )
     tx = np.fromiter((ref.transaction_id for ref in refs), dtype=np.int64, count=len(refs))[fragment]
     offsets = rows.column(FILE_OFFSET_FIELD.name).fill_null(0).to_numpy()
     return _tag_change(rows, tx, offsets)
@@ -104,8 +110,13 @@ def read_base_keyed(
     row_filter: BooleanExpression,
 ) -> tuple[pa.Table, npt.NDArray[np.bool_] | None, Runs]:
     """:func:`read_base_unmasked` with the LSNs as runs (one per file) beside the rows rather than
-    a column of them: a merge looks at the LSNs of the few rows whose key the tail holds."""
-    read = read_files(base, tasks, projected, row_filter)
+    a column of them: a merge looks at the LSNs of the few rows whose key the tail holds.
+
+    Raises:
+        CorruptFileError: a data or delete file does not parse, or is gone (``MissingFileError``).
+    """
+    with locating(base.io, _files_of(tasks)):
+        read = read_files(base, tasks, projected, row_filter)
     return read.rows, read.keep, read.task.map(base_lsn(transaction_ids))
 
 
@@ -119,7 +130,29 @@ def read_base_rows(
     tagged: bool = True,
 ) -> pa.Table:
     """Surviving rows of base ``tasks`` (one transaction id each), tagged with LSN unless
-    ``tagged`` is false."""
+    ``tagged`` is false.
+
+    Raises:
+        CorruptFileError: a data or delete file does not parse, or is gone (``MissingFileError``).
+    """
+    with locating(base.io, _files_of(tasks)):
+        return _base_rows(base, tasks, transaction_ids, projected, row_filter, tagged=tagged)
+
+
+def _files_of(tasks: Sequence[FileScanTask]) -> Callable[[], list[ExpectedFile]]:
+    """The data and delete files of ``tasks``, as their manifests describe them (for :func:`locating`)."""
+    return lambda: [expected(data_file) for task in tasks for data_file in (task.file, *task.delete_files)]
+
+
+def _base_rows(
+    base: Table,
+    tasks: Sequence[FileScanTask],
+    transaction_ids: Sequence[int],
+    projected: Schema,
+    row_filter: BooleanExpression,
+    *,
+    tagged: bool,
+) -> pa.Table:
     maskable = is_maskable(tasks)
     if not tagged:
         if maskable:

@@ -27,12 +27,14 @@ from mixed_iceberg.handle import TableHandle
 from mixed_iceberg.reader.groups import FileGroup
 from mixed_iceberg.reader.merge_task import MergeTask
 from mixed_iceberg.reader.scan import MixedScan
+from mixed_iceberg.store.damage import METADATA_FILE, reading
 
 __all__ = ["MergeTask", "execute_task"]
 
 
-def _store(location: str, properties: Mapping[str, str]) -> Table:
-    return StaticTable.from_metadata(location, dict(properties))
+def _store(location: str, properties: Mapping[str, str], table: str) -> Table:
+    with reading(None, METADATA_FILE, location, table=table, referenced=False):
+        return StaticTable.from_metadata(location, dict(properties))
 
 
 def execute_task(task: MergeTask) -> pa.Table:
@@ -41,10 +43,11 @@ def execute_task(task: MergeTask) -> pa.Table:
     Raises:
         SnapshotExpiredError: maintenance deleted a file the task names.
         FileNotFoundError: a metadata file the task names is gone.
+        CorruptFileError: a file the task reads does not parse.
     """
     apply_patches()  # Amoro's statistics blobs in the BaseStore's metadata (mixed_iceberg._pyiceberg)
-    base = _store(task.base_metadata, task.io_properties)
-    change = _store(task.change_metadata, task.io_properties) if task.change_metadata is not None else None
+    base = _store(task.base_metadata, task.io_properties, task.table)
+    change = _store(task.change_metadata, task.io_properties, task.table) if task.change_metadata is not None else None
     table = TableHandle.of(task.table, task.table_format, base, change, task.primary_key)
     snapshots = (
         change.metadata.snapshot_by_id(task.change_snapshot_id) if change is not None and task.change_snapshot_id else None,

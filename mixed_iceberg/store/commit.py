@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from pyiceberg import exceptions as ice
 from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table, Transaction
@@ -21,9 +22,17 @@ from pyiceberg.table.snapshots import Operation
 
 from mixed_iceberg._pyiceberg.row_delta import stage_rewrite
 from mixed_iceberg._pyiceberg.transaction import GuardedTransaction, StagedAppend, stage_merge_append
-from mixed_iceberg.exceptions import CommitConflictError, CommitStateUnknownError
+from mixed_iceberg.exceptions import (
+    CommitConflictError,
+    CommitStateUnknownError,
+    CorruptFileError,
+    CorruptTableError,
+    NoSuchTableError,
+)
 from mixed_iceberg.options import MANIFEST_MERGE_ENABLED
 from mixed_iceberg.store.ancestry import ancestors
+from mixed_iceberg.store.damage import MANIFEST, reading
+from mixed_iceberg.store.manifests.live_files import manifests_of
 from mixed_iceberg.typedef import CommitId
 
 __all__ = [
@@ -110,6 +119,23 @@ def _delete_merged_manifests(table: Table, staged: StagedAppend) -> None:
                 log.warning("could not delete merged manifest %s", path, exc_info=True)
 
 
+def _parent_damage(table: Table) -> CorruptFileError | None:
+    """The damaged manifest list or manifest of ``table``'s current snapshot, if any: what a
+    commit on top of it reads before it writes a manifest list of its own."""
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return None
+    try:
+        for manifest in manifests_of(table, snapshot):
+            with reading(table.io, MANIFEST, manifest.manifest_path):
+                manifest.fetch_manifest_entry(table.io, discard_deleted=False)
+    except CorruptFileError as damage:
+        return damage
+    except OSError:
+        return None  # the storage cannot be asked now: nothing is proven
+    return None
+
+
 def _retry_guard(commit_id: CommitId | None, validate: Validator | None) -> Callable[[Table], None]:
     """Before pyiceberg retries on a refreshed head: the id may have landed meanwhile, and the
     commit may no longer be valid."""
@@ -157,6 +183,9 @@ def commit_files(
         CommitConflictError: a concurrent commit conflicted and retries ran out.
         CommitStateUnknownError: the outcome is unknown (the catalog or storage failed mid-commit);
             the written files are kept for orphan cleaning.
+        NoSuchTableError: the store was renamed or dropped since it was loaded.
+        CorruptTableError: the table is damaged (``CorruptFileError``: its metadata file, or the
+            manifest list or a manifest the commit builds on, does not parse); nothing landed.
     """
     started = time.monotonic()
     deleted = deleted or []
@@ -164,7 +193,13 @@ def commit_files(
     added_deletes = added_deletes or []
     deleted_deletes = deleted_deletes or []
     written = [*added, *added_deletes]
-    table.refresh()
+    try:
+        table.refresh()
+    except ice.NoSuchTableError as exc:
+        raise NoSuchTableError(
+            f"{name}: expected it in its catalog under that name, found none (renamed or dropped since it was "
+            f"loaded); load it again by its current name"
+        ) from exc
     # The id first: a commit that already landed must not be validated (its inputs are gone).
     if commit_id is not None and _is_committed(table, commit_id):
         log.info("%s: commit %s already committed; skipped", name, commit_id)
@@ -217,7 +252,14 @@ def commit_files(
         # Both prove the commit did not land, so the new files are garbage.
         _delete_files(table, written)
         raise CommitConflictError(f"{name}: commit conflicted with a concurrent change and did not land: {exc}") from exc
+    except CorruptTableError:
+        # Met reading the table before anything was swapped in (its current metadata, the
+        # parent's manifest list or manifests): the table is damaged and the commit never
+        # made. Its files are kept all the same, left to orphan cleaning or a purge.
+        raise
     except Exception as exc:
+        if not isinstance(exc, OSError) and (damage := _parent_damage(table)) is not None:
+            raise damage from exc  # pyiceberg's own read of a damaged parent manifest (merge-append)
         raise CommitStateUnknownError(
             f"{name}: commit outcome unknown ({type(exc).__name__}: {exc}); files kept for orphan cleaning"
         ) from exc

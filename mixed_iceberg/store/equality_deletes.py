@@ -37,6 +37,7 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
 
+from mixed_iceberg.store.damage import expected, locating
 from mixed_iceberg.store.manifests.delete_index import DeleteIndex
 from mixed_iceberg.store.manifests.live_files import LiveFile, live_files
 
@@ -124,7 +125,24 @@ def read_with_deletes(
 
     The building block of :func:`scan_with_equality_deletes`; the optimizer uses it to read
     exactly the files it rewrites.
+
+    Raises:
+        CorruptFileError: a data or delete file does not parse, or is gone (``MissingFileError``).
     """
+    with locating(table.io, lambda: [expected(f.data_file) for f in (*data, *deletes)]):
+        return _read_with_deletes(table, data, deletes, full_schema, projection, row_filter, selected_fields, case_sensitive)
+
+
+def _read_with_deletes(
+    table: Table,
+    data: Sequence[LiveFile],
+    deletes: Sequence[LiveFile],
+    full_schema: Schema,
+    projection: Schema,
+    row_filter: BooleanExpression,
+    selected_fields: tuple[str, ...],
+    case_sensitive: bool,
+) -> pa.Table:
     groups = plan_equality_scan(table.metadata.specs(), data, deletes)
     key_cache: dict[str, pa.Table] = {}
     results = []

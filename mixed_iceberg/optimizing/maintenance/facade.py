@@ -33,6 +33,7 @@ from mixed_iceberg.optimizing.maintenance.results import (
     ManifestRewriteResult,
     OrphanResult,
 )
+from mixed_iceberg.store.manifests.live_files import manifests_of
 from mixed_iceberg.typedef import Clock
 
 if TYPE_CHECKING:
@@ -228,7 +229,7 @@ class TableMaintenance:
         outcomes = []
         for store in self._stores():
             current = store.current_snapshot()
-            count = len(current.manifests(store.io)) if current is not None else 0
+            count = len(manifests_of(store, current)) if current is not None else 0
             if count < min_count:
                 outcomes.append((count, count, 0, 0, 0))
                 continue

@@ -26,7 +26,8 @@ from pyiceberg.manifest import (
 from pyiceberg.table import Table
 
 from mixed_iceberg._pyiceberg.rewrite_manifests import ManifestRewrite, has_deleted_entries
-from mixed_iceberg.exceptions import CommitConflictError, CommitStateUnknownError
+from mixed_iceberg.exceptions import CommitConflictError, CommitStateUnknownError, CorruptTableError
+from mixed_iceberg.store.manifests.live_files import manifests_of
 
 __all__ = ["RewriteOutcome", "pack_manifests", "rewrite_manifests"]
 
@@ -89,7 +90,7 @@ def rewrite_manifests(store: Table, *, target_size: int, table_name: str) -> Rew
     current = store.current_snapshot()
     if current is None:
         return RewriteOutcome(None, 0, 0, 0, 0)
-    manifests = current.manifests(store.io)
+    manifests = manifests_of(store, current)
     if not _needs_rewrite(manifests, target_size):
         return RewriteOutcome(None, len(manifests), len(manifests), 0, 0)
     producer = ManifestRewrite(store, lambda manifests: pack_manifests(manifests, target_size))
@@ -98,6 +99,8 @@ def rewrite_manifests(store: Table, *, target_size: int, table_name: str) -> Rew
     except (CommitFailedException, ValidationException) as exc:
         # pyiceberg deleted the manifests it wrote: these errors prove the commit did not land.
         raise CommitConflictError(f"{table_name}: manifest rewrite lost to concurrent commits: {exc}") from exc
+    except CorruptTableError:
+        raise  # met reading the manifests to rewrite: nothing was committed
     except Exception as exc:
         # outcome unknown: pyiceberg keeps the manifests, orphan cleaning removes them if unused
         raise CommitStateUnknownError(f"{table_name}: manifest rewrite outcome unknown ({type(exc).__name__}: {exc})") from exc

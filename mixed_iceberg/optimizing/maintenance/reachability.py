@@ -22,6 +22,8 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 
 from mixed_iceberg.optimizing.maintenance.storage import file_key
+from mixed_iceberg.store.damage import MANIFEST, reading
+from mixed_iceberg.store.manifests.live_files import manifests_of
 
 __all__ = ["Referenced", "References"]
 
@@ -43,7 +45,7 @@ class References:
         with self._lock:
             cached = self._manifest_lists.get(snapshot.manifest_list)
         if cached is None:
-            cached = tuple(snapshot.manifests(store.io))
+            cached = tuple(manifests_of(store, snapshot))
             with self._lock:
                 self._manifest_lists[snapshot.manifest_list] = cached
         return cached
@@ -52,10 +54,9 @@ class References:
         with self._lock:
             cached = self._entries.get(manifest.manifest_path)
         if cached is None:
-            cached = tuple(
-                (entry.data_file.file_path, entry.data_file.file_size_in_bytes)
-                for entry in manifest.fetch_manifest_entry(store.io, discard_deleted=True)
-            )
+            with reading(store.io, MANIFEST, manifest.manifest_path):
+                entries = manifest.fetch_manifest_entry(store.io, discard_deleted=True)
+            cached = tuple((entry.data_file.file_path, entry.data_file.file_size_in_bytes) for entry in entries)
             with self._lock:
                 self._entries[manifest.manifest_path] = cached
         return cached

@@ -17,8 +17,9 @@ from pyiceberg.table.snapshots import Snapshot
 
 from mixed_iceberg._pyiceberg.scan import ScanEvaluators
 from mixed_iceberg.caching import LruCache
+from mixed_iceberg.store.damage import MANIFEST, MANIFEST_LIST, reading
 
-__all__ = ["LiveFile", "live_files", "manifest_entries", "remember_entries"]
+__all__ = ["LiveFile", "live_files", "manifest_entries", "manifests_of", "remember_entries"]
 
 _CACHE: LruCache[str, tuple[ManifestEntry, ...]] = LruCache(8192)
 #: The same entries as plain tuples: scans walk thousands of them, and Record properties are slow.
@@ -40,8 +41,27 @@ def manifest_entries(io: FileIO, manifest: ManifestFile) -> tuple[ManifestEntry,
     Opening a manifest costs about 1.5 ms before its first entry (pyiceberg converts the Avro
     header's schema every time); commits and scans re-read the same manifests constantly.
     The entries are shared: callers must not change them.
+
+    Raises:
+        CorruptFileError: the manifest does not parse (``MissingFileError``: it is gone).
     """
-    return _CACHE.get_or_build(manifest.manifest_path, lambda: tuple(manifest.fetch_manifest_entry(io, discard_deleted=True)))
+    return _CACHE.get_or_build(manifest.manifest_path, lambda: _read_entries(io, manifest))
+
+
+def _read_entries(io: FileIO, manifest: ManifestFile) -> tuple[ManifestEntry, ...]:
+    with reading(io, MANIFEST, manifest.manifest_path):
+        return tuple(manifest.fetch_manifest_entry(io, discard_deleted=True))
+
+
+def manifests_of(table: Table, snapshot: Snapshot) -> list[ManifestFile]:
+    """The manifests ``snapshot``'s manifest list names (kept by path once read, see
+    ``mixed_iceberg._pyiceberg.patches``).
+
+    Raises:
+        CorruptFileError: the manifest list does not parse (``MissingFileError``: it is gone).
+    """
+    with reading(table.io, MANIFEST_LIST, snapshot.manifest_list):
+        return snapshot.manifests(table.io)
 
 
 def remember_entries(manifest: ManifestFile, written: Sequence[ManifestEntry]) -> None:
@@ -93,10 +113,14 @@ def live_files(
     ``above_sequence`` keeps only files of a greater data sequence number; a manifest written at
     or below it is not opened (its entries' sequence numbers are at most its own), so a
     ChangeStore's optimized history costs nothing to walk past.
+
+    Raises:
+        CorruptFileError: the manifest list or a manifest does not parse (``MissingFileError``:
+            one is gone).
     """
     if snapshot is None:
         return []
-    manifests = [m for m in snapshot.manifests(table.io) if m.sequence_number is None or m.sequence_number > above_sequence]
+    manifests = [m for m in manifests_of(table, snapshot) if m.sequence_number is None or m.sequence_number > above_sequence]
     if (row_filter is None or isinstance(row_filter, AlwaysTrue)) and (
         partition_filter is None or isinstance(partition_filter, AlwaysTrue)
     ):
