@@ -13,13 +13,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 import pyarrow as pa
+from pyiceberg import exceptions as ice
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
 from mixed_iceberg.basestore.bulk_load import LoadInput, bulk_load
 from mixed_iceberg.changestore.transaction import ChangeTransaction
-from mixed_iceberg.exceptions import NotKeyedTableError
+from mixed_iceberg.exceptions import NoSuchTableError, NotKeyedTableError
 from mixed_iceberg.format import WriterIdentity
 from mixed_iceberg.handle import TableHandle
 from mixed_iceberg.optimizing.engine import TableOptimizing
@@ -122,11 +123,24 @@ class MixedTable:
         return self.handle.arrow_schema()
 
     def refresh(self) -> MixedTable:
-        """Reload both stores' metadata, and parse the configuration again."""
+        """Reload both stores' metadata, and parse the configuration again.
+
+        Raises:
+            NoSuchTableError: the table was renamed or dropped since this object was loaded.
+            CorruptTableError: a metadata file does not parse (``CorruptFileError``) or is gone.
+        """
         handle = self.handle
-        handle.base_store.refresh()
+        for store in (handle.base_store, handle.change_store):
+            if store is None:
+                continue
+            try:
+                store.refresh()
+            except ice.NoSuchTableError as exc:
+                raise NoSuchTableError(
+                    f"table {self.name}: expected it in its catalog under that name, found none (renamed or dropped "
+                    f"since this object was loaded); load it again by its current name"
+                ) from exc
         if handle.change_store is not None:
-            handle.change_store.refresh()
             complete_schema_change(handle)  # a schema change cut short between the stores' commits
         self.handle = TableHandle.of(handle.name, handle.format, handle.base_store, handle.change_store, handle.primary_key)
         return self

@@ -48,13 +48,26 @@ from mixed_iceberg.table import MixedTable
 from mixed_iceberg.table_properties import validate_table_properties
 from mixed_iceberg.typedef import TableFormat, TableStore
 
-__all__ = ["MixedCatalog"]
+__all__ = ["MixedCatalog", "TableIdentifier"]
 
 log = logging.getLogger(__name__)
 
 
-def _split(identifier: str) -> tuple[str, str]:
-    parts = identifier.split(".")
+#: A table identifier as pyiceberg takes one: ``"db.orders"`` or ``("db", "orders")``.
+TableIdentifier = str | tuple[str, ...]
+
+
+def _name(identifier: TableIdentifier, what: str = "table identifier") -> str:
+    """The dotted name of ``identifier`` (a tuple's parts joined, as pyiceberg joins them)."""
+    if isinstance(identifier, str):
+        return identifier
+    if isinstance(identifier, tuple) and all(isinstance(p, str) and p and "." not in p for p in identifier):
+        return ".".join(identifier)
+    raise InvalidIdentifierError(f"{what}: expected a dotted string or a tuple of names without dots, found {identifier!r}")
+
+
+def _split(identifier: TableIdentifier) -> tuple[str, str]:
+    parts = _name(identifier).split(".")
     if len(parts) < 2 or not all(parts):
         raise InvalidIdentifierError(f"table identifier must be 'namespace.table', found {identifier!r}")
     return ".".join(parts[:-1]), parts[-1]
@@ -72,13 +85,14 @@ class MixedCatalog:
     def __repr__(self) -> str:
         return f"MixedCatalog({self.name!r}, {type(self.iceberg).__name__})"
 
-    def change_identifier(self, identifier: str) -> str:
+    def change_identifier(self, identifier: TableIdentifier) -> str:
+        """The catalog name of a keyed table's ChangeStore (``db.t`` -> ``db.t_change_``)."""
         namespace, table = _split(identifier)
         return f"{namespace}.{change_store_name(table, self.separator)}"
 
     def create_table(
         self,
-        identifier: str,
+        identifier: TableIdentifier,
         schema: pa.Schema | Schema,
         primary_key: Sequence[str] | None = None,
         partition_by: Sequence[str] | PartitionSpec | None = None,
@@ -97,6 +111,7 @@ class MixedCatalog:
                 cannot be a key.
         """
         namespace, _ = _split(identifier)
+        identifier = _name(identifier)
         user = dict(properties or {})
         keys = list(primary_key or [])
         if keys and table_format != TableFormat.MIXED_ICEBERG:
@@ -124,7 +139,7 @@ class MixedCatalog:
         except BaseException:
             # No half-created keyed table is ever left behind, nor its folder: the name keeps
             # its <warehouse>/<db>/<table> location for the next create.
-            purge_store(self.iceberg, base)
+            purge_store(self.iceberg, identifier)
             raise
         log.info("created keyed table %s (ChangeStore %s, key %s)", identifier, change_id, keys)
         return MixedTable(identifier, TableFormat.MIXED_ICEBERG, base, change, keys)
@@ -135,14 +150,17 @@ class MixedCatalog:
         except ice.TableAlreadyExistsError as exc:
             raise TableExistsError(f"table {identifier} already exists") from exc
 
-    def load_table(self, identifier: str) -> MixedTable:
+    def load_table(self, identifier: TableIdentifier) -> MixedTable:
         """Load a keyed, unkeyed or plain Iceberg table.
 
         Raises:
             NoSuchTableError: nothing by that name.
-            CorruptTableError: a keyed table whose ChangeStore is missing.
+            CorruptTableError: a keyed table whose ChangeStore is missing, or a metadata file of
+                either store that does not parse (``CorruptFileError``) or is gone
+                (``MissingFileError``).
         """
         _split(identifier)
+        identifier = _name(identifier)
         try:
             base = self.iceberg.load_table(identifier)
         except ice.NoSuchTableError as exc:
@@ -165,11 +183,11 @@ class MixedCatalog:
             table.refresh()
         return table
 
-    def table_exists(self, identifier: str) -> bool:
+    def table_exists(self, identifier: TableIdentifier) -> bool:
         """Whether a table (keyed, unkeyed or plain Iceberg) by that name exists."""
-        return bool(self.iceberg.table_exists(identifier))
+        return bool(self.iceberg.table_exists(_name(identifier)))
 
-    def rename_table(self, from_identifier: str, to_identifier: str) -> MixedTable:
+    def rename_table(self, from_identifier: TableIdentifier, to_identifier: TableIdentifier) -> MixedTable:
         """Rename a table; a keyed table's ChangeStore follows its name (``db.t_change_``), and
         the BaseStore's link to it is updated. Files stay where they are.
 
@@ -177,6 +195,7 @@ class MixedCatalog:
             NoSuchTableError: nothing by ``from_identifier``.
             TableExistsError: ``to_identifier`` (or its ChangeStore name) is taken.
         """
+        from_identifier, to_identifier = _name(from_identifier), _name(to_identifier)
         table = self.load_table(from_identifier)
         namespace, _ = _split(to_identifier)
         if self.iceberg.table_exists(to_identifier):
@@ -204,35 +223,38 @@ class MixedCatalog:
         log.info("renamed table %s to %s (ChangeStore %s)", from_identifier, to_identifier, new_change)
         return self.load_table(to_identifier)
 
-    def list_namespaces(self, namespace: str = "") -> list[str]:
+    def list_namespaces(self, namespace: str | tuple[str, ...] = "") -> list[str]:
         """Namespaces (under ``namespace``, when given), as dotted names.
 
         Raises:
             NoSuchNamespaceError: ``namespace`` does not exist.
         """
+        namespace = _name(namespace, "namespace") if namespace else ""
         try:
             return sorted(".".join(ident) for ident in self.iceberg.list_namespaces(namespace or ()))
         except ice.NoSuchNamespaceError as exc:
             raise NoSuchNamespaceError(f"namespace {namespace!r} does not exist in catalog {self.name}") from exc
 
-    def create_namespace(self, namespace: str, properties: Mapping[str, str] | None = None) -> None:
+    def create_namespace(self, namespace: str | tuple[str, ...], properties: Mapping[str, str] | None = None) -> None:
         """Create a namespace.
 
         Raises:
             NamespaceExistsError: it already exists.
         """
+        namespace = _name(namespace, "namespace")
         try:
             self.iceberg.create_namespace(namespace, dict(properties or {}))
         except ice.NamespaceAlreadyExistsError as exc:
             raise NamespaceExistsError(f"namespace {namespace!r} already exists in catalog {self.name}") from exc
 
-    def drop_namespace(self, namespace: str) -> None:
+    def drop_namespace(self, namespace: str | tuple[str, ...]) -> None:
         """Drop an empty namespace.
 
         Raises:
             NoSuchNamespaceError: it does not exist.
             NamespaceNotEmptyError: it still holds tables.
         """
+        namespace = _name(namespace, "namespace")
         try:
             self.iceberg.drop_namespace(namespace)
         except ice.NoSuchNamespaceError as exc:
@@ -243,8 +265,9 @@ class MixedCatalog:
                 f"namespace {namespace!r}: expected no tables to drop it, found {tables}; drop them first"
             ) from exc
 
-    def list_tables(self, namespace: str) -> list[str]:
+    def list_tables(self, namespace: str | tuple[str, ...]) -> list[str]:
         """Tables of ``namespace``, ChangeStores folded into their tables."""
+        namespace = _name(namespace, "namespace")
         try:
             names = sorted(".".join(ident) for ident in self.iceberg.list_tables(namespace))
         except ice.NoSuchNamespaceError:
@@ -253,21 +276,82 @@ class MixedCatalog:
         suffix = f"{self.separator}change{self.separator}"
         return [n for n in names if not (n.endswith(suffix) and n.removesuffix(suffix) in present)]
 
-    def drop_table(self, identifier: str, *, purge: bool = False) -> None:
-        """Drop a table (both stores of a keyed one); ``purge`` also deletes every file of it.
+    def drop_table(self, identifier: TableIdentifier, *, purge: bool = False) -> None:
+        """Drop a table from the catalog (both stores of a keyed one); its files stay.
 
-        Purging deletes each store's folder with everything in it, statistics (Puffin) files
-        included (see :mod:`mixed_iceberg.catalog.locations`).
+        As in Iceberg (Java's ``dropTable(id)`` without purge, pyiceberg's ``drop_table``), the
+        files stay where they are: data, delete, manifest and metadata files, so another
+        catalog may still register the table, and nothing is deleted by mistake. A table
+        created later under the same name gets a folder of its own. :meth:`purge_table` (or
+        ``purge=True``) deletes the files too. A damaged table (a metadata file, manifest list
+        or manifest that does not parse) is dropped all the same.
 
         Raises:
-            NoSuchTableError: nothing by that name.
+            NoSuchTableError: nothing by that name (or the name of a ChangeStore).
         """
-        table = self.load_table(identifier)
-        for store in (table.change_store, table.base_store):
-            if store is None:
-                continue
-            if purge:
-                purge_store(self.iceberg, store)
-            else:
-                self.iceberg.drop_table(store.name())
-        log.info("dropped table %s (purge=%s)", identifier, purge)
+        if purge:
+            self.purge_table(identifier)
+            return
+        identifier = _name(identifier)
+        for store in self._store_names(identifier):
+            self.iceberg.drop_table(store)
+        log.info("dropped table %s; its files are kept", identifier)
+
+    def purge_table(self, identifier: TableIdentifier) -> None:
+        """Drop a table (both stores of a keyed one) and delete every file of it, as pyiceberg's
+        ``purge_table``: data, delete, manifest, manifest-list, metadata and statistics
+        (Puffin) files, and each store's folder with whatever else it holds
+        (:mod:`mixed_iceberg.catalog.locations`).
+
+        A damaged table is purged too: files listed only by a damaged manifest list or manifest
+        go with the store's folder (those elsewhere are unknown, and logged), and the folder of
+        a store whose current metadata file does not parse is found from its older metadata
+        files or Iceberg's layout (else it is kept, and logged).
+
+        Raises:
+            NoSuchTableError: nothing by that name (or the name of a ChangeStore).
+        """
+        identifier = _name(identifier)
+        for store in self._store_names(identifier):
+            purge_store(self.iceberg, store)
+        log.info("purged table %s", identifier)
+
+    def _store_names(self, identifier: str) -> list[str]:
+        """The catalog names of the table's stores, its ChangeStore first; those of a table
+        whose metadata is damaged too (its ChangeStore then found by its name alone).
+
+        Raises:
+            NoSuchTableError: nothing by that name (or the name of a ChangeStore).
+        """
+        _split(identifier)
+        change = self.change_identifier(identifier)
+        try:
+            properties = self.iceberg.load_table(identifier).properties
+        except ice.NoSuchTableError as exc:
+            raise NoSuchTableError(f"table {identifier} does not exist in catalog {self.name}") from exc
+        except CorruptTableError:
+            namespace, name = _split(identifier)
+            suffix = change_store_name("", self.separator)
+            if name.endswith(suffix) and self.iceberg.table_exists(f"{namespace}.{name.removesuffix(suffix)}"):
+                raise NoSuchTableError(
+                    f"{identifier} is the ChangeStore of {namespace}.{name.removesuffix(suffix)}; drop that table instead"
+                ) from None
+            return [change, identifier] if self._is_change_store(change) else [identifier]
+        if table_format_of(properties) != TableFormat.MIXED_ICEBERG:
+            return [identifier]
+        if properties.get(TABLE_STORE) == TableStore.CHANGE.value:
+            raise NoSuchTableError(f"{identifier} is a ChangeStore; drop its table instead")
+        if not primary_key_of(properties):
+            return [identifier]
+        change = properties.get(CHANGE_IDENTIFIER) or change
+        return [change, identifier] if self.iceberg.table_exists(change) else [identifier]
+
+    def _is_change_store(self, identifier: str) -> bool:
+        """Whether ``identifier`` is a ChangeStore (one whose metadata is damaged counts: its
+        name is all that is left to tell)."""
+        try:
+            return self.iceberg.load_table(identifier).properties.get(TABLE_STORE) == TableStore.CHANGE.value
+        except ice.NoSuchTableError:
+            return False
+        except CorruptTableError:
+            return True

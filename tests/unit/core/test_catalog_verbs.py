@@ -1,5 +1,6 @@
 """Catalog and table verbs a pyiceberg user reaches for: namespaces, rename (both stores of a
-keyed table), table_exists, changes() with a filter and fields, Iceberg's comment/owner properties."""
+keyed table), table_exists, changes() with a filter and fields, Iceberg's comment/owner properties,
+tuple identifiers, drop (files kept) and purge (files deleted)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from mixed_iceberg.exceptions import (
+    InvalidIdentifierError,
     NamespaceExistsError,
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
@@ -81,3 +83,59 @@ def test_iceberg_comment_and_owner_properties_are_accepted(tmp_path: Path) -> No
     assert catalog.load_table("db.t").properties["comment"] == "all orders"
     with pytest.raises(PropertyError):
         catalog.create_table("db.u", ORDERS_SCHEMA, properties={"comments": "typo"})
+
+
+def test_every_catalog_verb_accepts_a_tuple_identifier_as_pyiceberg_does(tmp_path: Path) -> None:
+    catalog = local_catalog(tmp_path)
+    catalog.create_namespace(("db",))
+    table = catalog.create_table(("db", "k"), ORDERS_SCHEMA, primary_key=["id"])
+    assert table.name == "db.k"
+    with table.new_transaction() as txn:
+        txn.write(changes([("+I", 1, "a", 1, 1.0)]))
+    assert catalog.load_table(("db", "k")).scan().to_arrow().num_rows == 1
+    assert catalog.table_exists(("db", "k"))
+    assert catalog.list_tables(("db",)) == ["db.k"]
+    assert catalog.list_namespaces() == ["db"]
+    assert catalog.change_identifier(("db", "k")) == "db.k_change_"
+    renamed = catalog.rename_table(("db", "k"), ("db", "k2"))
+    assert renamed.name == "db.k2"
+    catalog.drop_table(("db", "k2"))
+    catalog.create_table(("db", "p"), ORDERS_SCHEMA)
+    catalog.purge_table(("db", "p"))
+    assert catalog.list_tables(("db",)) == []
+    catalog.drop_namespace(("db",))
+    with pytest.raises(InvalidIdentifierError):
+        catalog.load_table(("db.x", "k"))  # a part with a dot would name another table once joined
+
+
+def test_a_table_object_from_before_a_rename_says_the_table_was_renamed_or_dropped(tmp_path: Path) -> None:
+    catalog = local_catalog(tmp_path)
+    stale = catalog.create_table("db.t", ORDERS_SCHEMA, primary_key=["id"])
+    with stale.new_transaction() as txn:
+        txn.write(changes([("+I", 1, "a", 1, 1.0)]))
+    catalog.rename_table("db.t", "db.u")
+    with pytest.raises(
+        NoSuchTableError, match=r"db\.t: expected it in its catalog under that name, found none \(renamed or dropped"
+    ):
+        stale.scan().to_arrow()
+    with pytest.raises(NoSuchTableError, match="renamed or dropped"), stale.new_transaction() as txn:
+        txn.write(changes([("+I", 2, "a", 2, 2.0)]))
+    assert catalog.load_table("db.u").scan().to_arrow().num_rows == 1
+
+
+def test_drop_keeps_the_files_and_purge_deletes_them(tmp_path: Path) -> None:
+    catalog = local_catalog(tmp_path)
+    for name in ("db.kept", "db.purged"):
+        table = catalog.create_table(name, ORDERS_SCHEMA, primary_key=["id"])
+        with table.new_transaction() as txn:
+            txn.write(changes([("+I", 1, "a", 1, 1.0)]))
+    catalog.drop_table("db.kept")
+    catalog.purge_table("db.purged")
+    assert catalog.list_tables("db") == []
+    warehouse = tmp_path / "wh" / "db"
+    assert any(p.is_file() for p in (warehouse / "kept").rglob("*")), "drop without purge keeps the files, as Iceberg's drop does"
+    assert any(p.is_file() for p in (warehouse / "kept_change_").rglob("*"))
+    assert not (warehouse / "purged").exists()
+    assert not (warehouse / "purged_change_").exists()
+    with pytest.raises(NoSuchTableError):
+        catalog.purge_table("db.purged")
