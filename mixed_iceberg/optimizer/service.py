@@ -24,6 +24,16 @@ talk to each other. Each optimizer runs three kinds of threads.
 A planning or commit error is recorded against the table (``last_error``, status FAILED). The
 table is planned again after a back-off that doubles per consecutive failure (at most 1 h), so
 a poisoned table never blocks its siblings and is never retried in a tight loop.
+
+A damaged table (a metadata file, manifest list, manifest, data or delete file that is gone or
+does not parse: ``CorruptTableError``) is one such table, wherever the damage is met:
+
+* in discovery, its properties cannot be read, so its group cannot be either: it stays in the
+  group that served it, and a table never served before is taken by the default group. It
+  is then planned as any other, and fails there with the damage;
+* a task that meets it fails its runs (``self-optimizing.execute.num-retries``), so its
+  process fails, and the table with it;
+* a commit or a maintenance run that meets it fails the table too.
 """
 
 from __future__ import annotations
@@ -38,7 +48,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from mixed_iceberg.catalog import MixedCatalog, load_catalog
-from mixed_iceberg.exceptions import CommitConflictError, MixedIcebergError, NoSuchTableError, TableBusyError
+from mixed_iceberg.exceptions import (
+    CommitConflictError,
+    CorruptTableError,
+    MixedIcebergError,
+    NoSuchTableError,
+    TableBusyError,
+)
 from mixed_iceberg.optimizer.codec import decode_result, decode_tasks
 from mixed_iceberg.optimizer.config import GroupConfig, OptimizerConfig
 from mixed_iceberg.optimizer.scheduling import TableLoad, pick_table, table_order
@@ -93,6 +109,7 @@ class OptimizerService:
         self.optimizer_id = ""
         self._tables: dict[str, MixedTable] = {}
         self._tables_lock = threading.Lock()
+        self._unreadable_logged: dict[str, str] = {}  # the last error logged per unreadable table
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -193,23 +210,50 @@ class OptimizerService:
         return found
 
     def discover(self) -> list[_Served]:
-        """The configured catalogs' tables that this group serves now."""
+        """The configured catalogs' tables that this group serves now (damaged ones included,
+        see the module docstring)."""
         served = []
         for catalog_name in self.config.catalogs:
             catalog = self._catalog(catalog_name)
             for namespace in catalog.list_namespaces():
                 for name in catalog.list_tables(namespace):
+                    table_id = f"{catalog_name}.{name}"
                     try:
                         properties = catalog.load_table(name).properties
                         enabled = OPT_ENABLED.read(properties, name)
                         group = OPT_GROUP.read(properties, name)
                         quota = OPT_QUOTA.read(properties, name)
-                    except (MixedIcebergError, NoSuchTableError) as exc:
-                        log.warning("%s.%s: not served: %s", catalog_name, name, exc)
+                    except NoSuchTableError:
+                        continue  # dropped since it was listed
+                    except CorruptTableError as exc:
+                        kept = self._unreadable(table_id, catalog_name, name, exc, damaged=True)
+                        served.extend(kept)
+                        continue
+                    except MixedIcebergError as exc:
+                        log.warning("%s: not served: %s", table_id, exc)
+                        continue
+                    except Exception as exc:  # a transient failure of one table must not stop discovery
+                        served.extend(self._unreadable(table_id, catalog_name, name, exc, damaged=False))
                         continue
                     if enabled and group == self.group.name:
-                        served.append(_Served(f"{catalog_name}.{name}", catalog_name, name, quota))
+                        served.append(_Served(table_id, catalog_name, name, quota))
         return served
+
+    def _unreadable(self, table_id: str, catalog: str, name: str, exc: Exception, *, damaged: bool) -> list[_Served]:
+        """A table whose properties cannot be read now: served by the group that served it,
+        and, damaged and never served, by the default group (which plans it, and fails it with
+        the damage, so that it shows FAILED); [] when this group is neither."""
+        known = self.db.table(table_id)
+        if known is not None and known.group_name == self.group.name:
+            quota = known.quota
+        elif known is None and damaged and self.group.name == OPT_GROUP.default:
+            quota = OPT_QUOTA.default
+        else:
+            return []
+        if self._unreadable_logged.get(table_id) != str(exc):  # once per error, not every refresh
+            self._unreadable_logged[table_id] = str(exc)
+            log.warning("%s: its properties cannot be read; served by group %s to record why: %s", table_id, self.group.name, exc)
+        return [_Served(table_id, catalog, name, quota)]
 
     # -- coordinator ----------------------------------------------------------------------------------
 
@@ -338,8 +382,13 @@ class OptimizerService:
         if current is None or process is None or current.process_id != process.process_id or process.status in ENDED:
             self.db.release_table(runtime.table_id, self.optimizer_id)
             return None
-        table = self.table(runtime.catalog, runtime.table_name)
-        partial = OPT_PARTIAL.read(table.properties, runtime.table_name)
+        try:
+            table = self.table(runtime.catalog, runtime.table_name)
+            partial = OPT_PARTIAL.read(table.properties, runtime.table_name)
+        except Exception as exc:  # the table cannot be loaded (damaged, dropped): the process cannot commit
+            log.warning("%s: process %d cannot be committed: %s", runtime.table_id, process.process_id, exc)
+            self._finish(process, "FAILED", error=f"commit failed: {type(exc).__name__}: {exc}")
+            return "FAILED"
         if failed and not (partial and succeeded and not process.unit):
             error = failed[0].error or "a task failed"
             self._finish(process, "FAILED", error=f"{len(failed)} task(s) failed after their retries; first: {error}")
@@ -382,13 +431,17 @@ class OptimizerService:
             if not self.db.claim_table(runtime.table_id, self.optimizer_id, self._lease()):
                 continue
             error = None
+            damaged = False
             try:
                 self.table(runtime.catalog, runtime.table_name).maintenance.run()
             except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"
+                error, damaged = f"{type(exc).__name__}: {exc}", isinstance(exc, CorruptTableError)
                 log.warning("%s: maintenance failed: %s", runtime.table_id, error)
             self.db.set_table(runtime.table_id, last_maintenance_ms=now_ms(), maintenance_error=error)
-            self.db.release_table(runtime.table_id, self.optimizer_id)
+            if damaged and runtime.status != "FAILED":  # a table failed already keeps its back-off
+                self._fail_table(runtime, f"maintenance failed: {error}")  # releases the table
+            else:
+                self.db.release_table(runtime.table_id, self.optimizer_id)
 
     # -- executors -----------------------------------------------------------------------------------
 
