@@ -25,6 +25,12 @@ __all__ = ["main"]
 
 
 def _status(catalog: str, name: str) -> dict[str, object]:
+    """What the table's metadata tells, without reading a data file (see docs/optimizing.md).
+
+    The rows of the merged view are not among it: how many of the change inserts replace a
+    base row, and which rows the change deletes hit, only a read can say. Hence the counts
+    by kind, and a delete ratio that counts both kinds of delete against all rows written.
+    """
     table = load_catalog(catalog).load_table(name)
     config = table.config.optimizing
     collected = collect(table.handle)
@@ -33,16 +39,22 @@ def _status(catalog: str, name: str) -> dict[str, object]:
     for part in collected.partitions:
         for file in part.base:
             classes[config.classify(file.size).value] += 1
-    records = sum(f.records for p in collected.partitions for f in p.base)
-    deleted = sum(f.pos_delete_records for p in collected.partitions for f in p.base)
+    base_records = sum(f.records for p in collected.partitions for f in p.base)
+    position_deleted = sum(f.pos_delete_records for p in collected.partitions for f in p.base)
+    change_inserts = sum(c.records for p in collected.partitions for c in p.change if not c.is_delete)
+    change_deletes = sum(c.records for p in collected.partitions for c in p.change if c.is_delete)
+    written = base_records + change_inserts
     return {
         "table": name,
         "keyed": table.is_keyed,
         "base_files": classes,
         "base_delete_files": len(collected.delete_files),
         "change_files_unmerged": len(collected.change_files),
-        "records": records,
-        "delete_ratio": round(deleted / records, 4) if records else 0.0,
+        "base_records": base_records,
+        "base_position_deleted_records": position_deleted,
+        "change_insert_records_unmerged": change_inserts,
+        "change_delete_records_unmerged": change_deletes,
+        "delete_ratio": round((position_deleted + change_deletes) / written, 4) if written else 0.0,
         "pending": evaluation.type.value if evaluation.type else None,
         "partitions": [
             {"partition": p.path or "<unpartitioned>", "pending": p.type.value if p.type else None, "reason": p.reason}
