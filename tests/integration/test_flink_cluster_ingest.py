@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -21,7 +22,7 @@ import pytest
 
 from tests.integration.test_ingest_pipeline import assert_logstore_exactly_once, assert_table_matches
 from tests.support.ingest import IngestJob, IngestSetup, produce, produce_more, read_topic
-from tests.support.services import FLINK
+from tests.support.services import FLINK, ROOT
 from tests.support.sockets import ListenerWatch, service_pids
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -91,3 +92,9 @@ def test_flink_run_on_a_session_cluster_ingests_exactly_once(kafka_bootstrap: st
     assert_logstore_exactly_once(setup)
     letters, _ = read_topic(kafka_bootstrap, setup.env["MIXED_ICEBERG_INGEST_DLQ"])
     assert len(letters) == 5
+    # docs/ingest.md's `flink.sh cli list`: the flink CLI with the cluster's configuration.
+    listed = subprocess.run(
+        ["bash", "scripts/services/flink.sh", "cli", "list"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    assert "No running jobs." in listed.stdout, listed.stdout

@@ -1,9 +1,11 @@
 """Two optimizer processes of one group over four tables under continuous writes: they share the
-work, every table is optimized, and no table ever has two processes at once (system DB history)."""
+work, every table is optimized, and no table ever has two processes at once (system DB history);
+``mixed-iceberg groups`` (docs/optimizer.md) then reports them."""
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
 import subprocess
@@ -70,3 +72,15 @@ def test_two_optimizer_processes_share_a_group_and_never_overlap_on_a_table(tmp_
     workers = {t.owner for t in db.tasks() if t.status == "SUCCESS"} | {p.planned_by for p in db.processes()}
     assert workers == registered, "both optimizers did part of the work"
     assert db.live_optimizers("default", 60_000) == []  # both unregistered on SIGTERM
+    # `mixed-iceberg groups`, as docs/optimizer.md runs it: the group, no live optimizer, every table.
+    groups = subprocess.run(
+        [str(Path(sys.executable).parent / "mixed-iceberg"), "groups", "--config", str(setup.config_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    (report,) = json.loads(groups.stdout)
+    assert (report["group"], report["live_optimizers"]) == ("default", 0)
+    assert sorted(t["table"] for t in report["tables"]) == sorted(ids)
+    assert "group default has no live optimizer" in groups.stderr

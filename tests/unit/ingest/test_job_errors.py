@@ -5,6 +5,7 @@ No Kafka or Flink is reached: each case fails before the job is built."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,19 +32,16 @@ def _run_job(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProc
     ("args", "says"),
     [
         (["--config", "{tmp}/missing.yaml"], "ingest config: cannot read {tmp}/missing.yaml: No such file or directory"),
-        (["--config", "{tmp}/bad.yaml"], "ingest config {tmp}/bad.yaml: not valid YAML"),
         (
             ["--set", "parallelism=two"],
             "parallelism: Input should be a valid integer, unable to parse string as an integer (found 'two')",
         ),
         (["--set", "parallelism"], "--set expects key=value, found 'parallelism'"),
-        (["--set", "source.topic.name=x"], "source.topic.name: 'topic' holds a value, not keys"),
         (["--set", "catalog=nowhere"], "no catalog named 'nowhere'"),
     ],
-    ids=["missing-file", "malformed-yaml", "bad-set-value", "set-without-value", "set-below-a-value", "unknown-catalog"],
+    ids=["missing-file", "bad-set-value", "set-without-value", "unknown-catalog"],
 )
 def test_a_bad_config_is_one_line_and_exit_status_2(tmp_path: Path, args: list[str], says: str) -> None:
-    (tmp_path / "bad.yaml").write_text("job-name: [unclosed\n")
     done = _run_job(tmp_path, *(a.format(tmp=tmp_path) for a in args))
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2, done.stderr
@@ -60,3 +58,22 @@ def test_a_flink_key_with_dots_can_be_set_from_the_command_line() -> None:
     )
     assert config.flink["rest.bind-address"] == "0.0.0.0"
     assert config.source.properties == {"a.b": "1"}
+
+
+@pytest.mark.parametrize(
+    ("text", "overrides", "says"),
+    [
+        ("job-name: [unclosed\n", {}, "not valid YAML"),
+        ("- a list\n", {}, "expected a mapping, found list"),
+        ("", {"source.topic.name": "x"}, "source.topic.name: 'topic' holds a value, not keys"),
+    ],
+    ids=["malformed-yaml", "not-a-mapping", "set-below-a-value"],
+)
+def test_a_malformed_config_is_a_config_error(tmp_path: Path, text: str, overrides: dict[str, str], says: str) -> None:
+    from mixed_iceberg.exceptions import ConfigError
+    from mixed_iceberg.ingest.config import load_ingest_config
+
+    path = tmp_path / "ingest.yaml"
+    path.write_text(text or (ROOT / "conf" / "ingest.yaml").read_text())
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        load_ingest_config(path, overrides)
