@@ -4,7 +4,8 @@
 its inode; ``/proc/<pid>/fd`` links name the inodes each process holds. A listener belongs to
 every process holding its inode, so a JVM's sockets are found through the JVM, a forked worker's
 through the worker. :class:`ListenerWatch` samples a tree while it runs, since a job's
-processes come and go (Python workers start minutes after the client).
+processes come and go (Python workers start well after the client); :func:`assert_loopback_only`
+checks a running service of ``scripts/services/``.
 """
 
 from __future__ import annotations
