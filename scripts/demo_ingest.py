@@ -47,6 +47,13 @@ def _start(command: list[str], env: dict[str, str], log: IO[bytes]) -> subproces
     return subprocess.Popen(command, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
+def _job_env(env: dict[str, str], job: str) -> dict[str, str]:
+    """``env`` with a Flink log folder of the job's own: each job's JVM writes
+    ``flink-<user>-python-<host>.log`` there and truncates it at start, so in one folder the
+    second job to start erased the first one's log."""
+    return {**env, "FLINK_LOG_DIR": str(Path(env["FLINK_LOG_DIR"]) / job)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=45_000)
@@ -88,11 +95,13 @@ def main() -> int:
                 "--parallelism",
                 "1",
             ],
-            env,
+            _job_env(env, "optimizer"),
             logs["optimizer"],
         )
         jobs.append(optimizer)
-        ingest = _start([sys.executable, "jobs/ingest_cdc.py", "--progress-interval", "0"], env, logs["ingest"])
+        ingest = _start(
+            [sys.executable, "jobs/ingest_cdc.py", "--progress-interval", "0"], _job_env(env, "ingest"), logs["ingest"]
+        )
         jobs.append(ingest)
         _wait_for_optimizer(warehouse, optimizer)
         producer = _start(

@@ -33,7 +33,7 @@ def test_make_demo_library_runs_the_library_demo(tmp_path: Path) -> None:
 
 def _rest_endpoints(log_dir: Path) -> list[str]:
     """Where each local mini-cluster's REST API listened, from the jobs' Flink logs."""
-    text = "".join(path.read_text(errors="replace") for path in log_dir.glob("*.log"))
+    text = "".join(path.read_text(errors="replace") for path in log_dir.rglob("*.log"))
     return sorted(set(re.findall(r"Rest endpoint listening at (\S+)", text)))
 
 
@@ -68,6 +68,7 @@ def test_make_demo_ingests_optimizes_and_listens_on_loopback_only(kafka_bootstra
     assert len(jvms) == 2, f"expected both jobs' JVMs among {sorted(map(str, watch.seen))}"
     assert watch.exposed() == [], "listening beyond loopback:\n" + "\n".join(map(str, watch.exposed()))
     # ... and both REST APIs, on loopback, answered without web submission (jar upload and run).
+    assert len(_rest_endpoints(log_dir)) == 2, _rest_endpoints(log_dir)  # one Flink log per job
     assert len(checked) == 2, (checked, _rest_endpoints(log_dir))
     assert all(rest.startswith("127.0.0.1:") for rest in checked), checked
     print(f"make demo: {time.monotonic() - started:.1f} s, {watch.samples} samples, {len(watch.seen)} listeners")
