@@ -235,13 +235,13 @@ def conform_column(column: pa.ChunkedArray, target: pa.Field, *, table: str) -> 
             f"{table}: column {target.name!r} expected type {type_name(expected)}, found {type_name(found)} "
             f"(Arrow {column.type}); cast it first, where every value converts"
         )
+    _check_required(column, target, table)
     try:
         column = pa.chunked_array([_cast(chunk, target.type) for chunk in column.chunks], type=target.type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise SchemaMismatchError(
             f"{table}: column {target.name!r} expected values of type {type_name(expected)}, found {exc}"
         ) from exc
-    _check_required(column, target, table)
     return column
 
 
@@ -301,7 +301,8 @@ def _check_required(column: pa.ChunkedArray, target: pa.Field, table: str) -> No
 
 
 def _null_in_required(array: pa.Array, field: pa.Field, path: str) -> str | None:
-    """The path of a required field of ``array`` that holds a null where its parent is valid."""
+    """The path of a required field of ``array`` (of ``field``'s type, or one that conforms to it:
+    struct fields are found by name) that holds a null where its parent is valid."""
     if not field.nullable and array.null_count:
         return path
     kind = field.type
@@ -309,7 +310,7 @@ def _null_in_required(array: pa.Array, field: pa.Field, path: str) -> str | None
         valid = None
         for i in range(kind.num_fields):
             child = kind.field(i)
-            values = array.field(i)
+            values = array.field(child.name)
             if not child.nullable and values.null_count:
                 valid = pc.is_valid(array) if valid is None else valid
                 if np.asarray(pc.and_(valid, pc.is_null(values)).to_numpy(zero_copy_only=False)).any():
@@ -320,7 +321,9 @@ def _null_in_required(array: pa.Array, field: pa.Field, path: str) -> str | None
     elif pa.types.is_large_list(kind) or pa.types.is_list(kind):
         return _null_in_required(array.flatten(), kind.value_field, f"{path}.element")
     elif pa.types.is_map(kind):
-        return _null_in_required(array.keys, kind.key_field, f"{path}.key") or _null_in_required(
-            array.items, kind.item_field, f"{path}.value"
+        start, end = (array.offsets[0].as_py(), array.offsets[-1].as_py()) if len(array) else (0, 0)
+        entries = array.values.slice(start, end - start)  # the entries of this (sliced) array's maps
+        return _null_in_required(entries.field(0), kind.key_field, f"{path}.key") or _null_in_required(
+            entries.field(1), kind.item_field, f"{path}.value"
         )
     return None

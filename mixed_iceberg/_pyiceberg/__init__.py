@@ -8,6 +8,7 @@ private names, and all of it lives here, so a pyiceberg release has one package 
 * :mod:`.patches`: behaviour changes to pyiceberg (blob types, Avro memoising, manifest-list
   cache, full-precision doubles), applied by :func:`apply_patches` when our catalog is
   created, not on import (another pyiceberg user in the process is left alone until then);
+  :mod:`.nested_nulls` likewise (null lists and maps of structs read as null, not empty);
 * :mod:`.row_delta`: snapshots that add and remove data and delete files, delete manifests;
 * :mod:`.rewrite_manifests`: one REPLACE snapshot with merged manifests;
 * :mod:`.transaction`: a transaction that re-checks before a retry, merge-append staging;
@@ -47,7 +48,8 @@ check_version(pyiceberg.__version__)
 
 
 def apply_patches() -> None:
-    """Apply :mod:`.patches` to pyiceberg in this process (idempotent)."""
-    from mixed_iceberg._pyiceberg import patches
+    """Apply :mod:`.patches` and :mod:`.nested_nulls` to pyiceberg in this process (idempotent)."""
+    from mixed_iceberg._pyiceberg import nested_nulls, patches
 
     patches.apply()
+    nested_nulls.apply()

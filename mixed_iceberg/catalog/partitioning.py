@@ -30,7 +30,8 @@ from mixed_iceberg.exceptions import ConfigError
 
 __all__ = ["partition_spec"]
 
-_CALL = re.compile(r"^\s*(\w+)\s*\(\s*(?:(\d+)\s*,\s*)?(\w+)\s*\)\s*$")
+# Column names may be dotted (a struct's field) so that the refusal of nested sources can say so.
+_CALL = re.compile(r"^\s*(\w+)\s*\(\s*(?:(\d+)\s*,\s*)?([\w.]+)\s*\)\s*$")
 #: Iceberg Java refuses two of these over one source column ("Cannot add redundant partition").
 _TIME = (YearTransform, MonthTransform, DayTransform, HourTransform)
 #: transform -> (transform, suffix of the partition field name, as Iceberg Java's builder names it)
@@ -46,7 +47,7 @@ _UNARY: dict[str, tuple[Transform[Any, Any], str]] = {
 
 def _transform(text: str) -> tuple[str, Transform[Any, Any], str]:
     """(source column, transform, partition field name) for one spec string."""
-    if re.fullmatch(r"\s*\w+\s*", text):
+    if re.fullmatch(r"\s*[\w.]+\s*", text):
         column = text.strip()
         return column, IdentityTransform(), column
     match = _CALL.match(text)
