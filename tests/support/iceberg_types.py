@@ -23,6 +23,8 @@ __all__ = [
     "NESTED",
     "PRIMITIVES",
     "WIDENED",
+    "arrow_array",
+    "arrow_table",
     "canonical",
     "column_types",
     "values",
@@ -196,6 +198,35 @@ def column_types() -> st.SearchStrategy[pa.DataType]:
         return st.one_of(children.map(_list), st.tuples(keys, children).map(lambda kv: _map(*kv)), struct_fields)
 
     return st.recursive(leaves, nest, max_leaves=4)
+
+
+def _storage(kind: pa.DataType) -> pa.DataType:
+    """``kind`` with every extension type (uuid) in it replaced by its storage type."""
+    t = pa.types
+    if isinstance(kind, pa.BaseExtensionType):
+        return kind.storage_type
+    if t.is_list(kind) or t.is_large_list(kind):
+        field = kind.value_field.with_type(_storage(kind.value_type))
+        return pa.large_list(field) if t.is_large_list(kind) else pa.list_(field)
+    if t.is_map(kind):
+        return pa.map_(kind.key_field.with_type(_storage(kind.key_type)), kind.item_field.with_type(_storage(kind.item_type)))
+    if t.is_struct(kind):
+        return pa.struct([kind.field(i).with_type(_storage(kind.field(i).type)) for i in range(kind.num_fields)])
+    return kind
+
+
+def arrow_array(items: list[Any], kind: pa.DataType) -> pa.Array:
+    """``pa.array(items, type=kind)``, also where a uuid sits inside a list, map or struct
+    (pyarrow 20 builds extension types from Python values at the top level only)."""
+    storage = _storage(kind)
+    built = pa.array(items, type=storage)
+    return built if storage == kind else built.cast(kind)
+
+
+def arrow_table(rows: list[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """``pa.Table.from_pylist(rows, schema)`` through :func:`arrow_array` (a missing key is null)."""
+    columns = [arrow_array([row.get(f.name) for row in rows], f.type) for f in schema]
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def canonical(value: Any) -> Any:
