@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sqlite3
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -50,6 +52,7 @@ __all__ = ["ENDED", "HEAD", "ProcessRecord", "SystemDatabase", "TableRuntime", "
 #: The newest schema version (the Alembic revision of ``migrations/versions/``).
 HEAD = "0002"
 _MIGRATIONS = Path(__file__).with_name("migrations")
+_SQLITE_BUSY_MS = 60_000
 
 
 class SystemDatabase:
@@ -617,8 +620,20 @@ def _sqlite_connect(connection: Any, _: Any) -> None:
     # transaction begins IMMEDIATE instead (_sqlite_begin) and waits for the lock.
     connection.isolation_level = None
     cursor = connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=60000")
+    cursor.execute(f"PRAGMA busy_timeout={_SQLITE_BUSY_MS}")
+    # Turning WAL on takes the database's exclusive lock, and SQLite answers "database is
+    # locked" at once, without its busy handler, while another connection holds a write
+    # transaction begun before WAL was on: optimizers starting together on a fresh database
+    # (two subtasks of the PyFlink job in one process, in thread mode) met that. Wait instead.
+    deadline = time.monotonic() + _SQLITE_BUSY_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
     cursor.close()
 
 

@@ -4,6 +4,7 @@ nothing in flight without a live owner. Each test runs on SQLite and on a real P
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 import uuid
@@ -92,6 +93,28 @@ def test_the_previous_schema_version_migrates_with_its_rows(db_url: str) -> None
     assert db.schema_version() == HEAD
     (old,) = db.tables("g")
     assert (old.table_id, old.quota, old.last_maintenance_ms) == ("local.db.old", 0.3, None)
+    db.dispose()
+
+
+def test_an_optimizer_starting_while_another_writes_a_fresh_sqlite_database_waits_for_it(tmp_path: Path) -> None:
+    """Turning WAL on fails at once ("database is locked", no busy wait) while another connection
+    holds a write transaction begun before WAL was on: two optimizers starting together on a fresh
+    database (the PyFlink job's subtasks in thread mode) met it. The second one waits instead."""
+    path = tmp_path / "system.db"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("CREATE TABLE other_writer (x INTEGER)")
+    release = threading.Timer(0.5, lambda: other.execute("COMMIT"))
+    release.start()
+    db = SystemDatabase(f"sqlite:///{path}")
+    started = time.monotonic()
+    try:
+        db.migrate()
+    finally:
+        release.join()
+        other.close()
+    assert time.monotonic() - started >= 0.4, "it waited for the other writer"
+    assert db.schema_version() == HEAD
     db.dispose()
 
 
