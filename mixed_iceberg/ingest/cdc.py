@@ -39,12 +39,13 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from mixed_iceberg.changestore.batch import ACTION_COLUMN
+from mixed_iceberg.exceptions import UnsupportedColumnTypeError
 from mixed_iceberg.ingest.connect_schema import BatchEncodings, batch_encodings
 from mixed_iceberg.ingest.decode import debezium_json_type, from_debezium
 from mixed_iceberg.logstore.format import join_lines
 from mixed_iceberg.typedef import action_codes, action_names
 
-__all__ = ["CdcFormat", "CdcParser", "DeadLetters", "ParsedChanges"]
+__all__ = ["CdcFormat", "CdcParser", "DeadLetters", "ParsedChanges", "check_source_schema"]
 
 _DEBEZIUM_OPS = ("c", "r", "u", "d")
 _MISSING_IMAGE = "missing image"
@@ -91,12 +92,44 @@ class ParsedChanges:
 
 
 def _json_type(kind: pa.DataType, fmt: CdcFormat) -> pa.DataType:
-    """What a column of type ``kind`` is read as; Debezium's encodings: :mod:`.decode`."""
+    """What a column of type ``kind`` is read as; Debezium's encodings: :mod:`.decode`.
+
+    Raises:
+        UnsupportedColumnTypeError: ``fmt`` cannot carry ``kind``.
+    """
     if fmt is CdcFormat.DEBEZIUM_JSON:
         return debezium_json_type(kind)
+    return _changelog_json_type(kind)
+
+
+def _changelog_json_type(kind: pa.DataType) -> pa.DataType:
+    """Flink's JSON format: temporal values as strings (nested too), lists as arrays and rows as
+    objects; the reader takes no large lists (a cast after the read makes the column's type)."""
     if pa.types.is_date(kind) or pa.types.is_timestamp(kind) or pa.types.is_time(kind):
         return pa.string()
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return pa.list_(kind.value_field.with_type(_changelog_json_type(kind.value_type)))
+    if pa.types.is_struct(kind):
+        return pa.struct([f.with_type(_changelog_json_type(f.type)) for f in kind])
+    if pa.types.is_map(kind) or isinstance(kind, pa.BaseExtensionType):
+        raise UnsupportedColumnTypeError(
+            f"changelog-json: expected a column type pyarrow's JSON reader reads, found {kind}"
+            + (": a JSON object reads only as a struct of known fields" if pa.types.is_map(kind) else "")
+        )
     return kind
+
+
+def check_source_schema(schema: pa.Schema, fmt: CdcFormat, *, table: str) -> None:
+    """Raise, before anything is created or read, if ``fmt`` cannot carry a column of ``schema``.
+
+    Raises:
+        UnsupportedColumnTypeError: naming the table, the column and its type.
+    """
+    for field in schema:
+        try:
+            _json_type(field.type, fmt)
+        except UnsupportedColumnTypeError as exc:
+            raise UnsupportedColumnTypeError(f"table {table}: column {field.name!r}: {exc}") from exc
 
 
 def _bytes_of(values: pa.Array) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int32], npt.NDArray[np.int32]]:

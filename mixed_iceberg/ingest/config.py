@@ -17,8 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from mixed_iceberg.catalog.config import _interpolate, default_config_path, load_catalog_config
 from mixed_iceberg.exceptions import ConfigError
-from mixed_iceberg.ingest.cdc import CdcFormat
-from mixed_iceberg.ingest.decode import check_debezium_schema
+from mixed_iceberg.ingest.cdc import CdcFormat, check_source_schema
+from mixed_iceberg.logstore.format import check_log_schema
+from mixed_iceberg.options import LOG_STORE_ENABLED
 
 __all__ = ["ColumnSpec", "IngestConfig", "SourceConfig", "TableSpec", "load_ingest_config", "pin_catalog"]
 
@@ -37,7 +38,90 @@ _TYPES: dict[str, pa.DataType] = {
 }
 #: ``decimal(p, s)``, as Iceberg spells it: precision 1 to 38, scale 0 to the precision.
 _DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)")
-_TYPE_NAMES = [*sorted(_TYPES), "decimal(p, s)"]
+_TYPE_NAMES = [*sorted(_TYPES), "decimal(p, s)", "list<T>", "struct<name: T, ...>", "map<K, V>"]
+#: The tokens of a type: a name (letters, digits, ``_``), ``decimal(p, s)`` whole, or one of ``<>,:``.
+_TOKEN = re.compile(r"\s*(decimal\(\s*\d+\s*,\s*\d+\s*\)|[A-Za-z_][A-Za-z0-9_]*|[<>,:])")
+
+
+class _TypeText:
+    """A column type as Iceberg (and Spark SQL) spell it, parsed into an Arrow type: the names of
+    ``_TYPES``, ``decimal(p, s)``, ``list<T>``, ``struct<name: T, ...>`` and ``map<K, V>``, nested in
+    each other. Elements, struct fields and map values are optional (nullable); map keys are not."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens: list[str] = []
+        position = 0
+        stripped = text.rstrip()
+        while position < len(stripped):
+            match = _TOKEN.match(stripped, position)
+            if match is None:
+                raise self.error(f"an unexpected character at {position}: {stripped[position:]!r}")
+            self.tokens.append(match[1])
+            position = match.end()
+        self.next = 0
+
+    def error(self, found: str) -> ConfigError:
+        return ConfigError(f"expected a type in {_TYPE_NAMES}, found {self.text!r} ({found})")
+
+    def take(self, expected: str | None = None) -> str:
+        if self.next >= len(self.tokens):
+            raise self.error(f"it ends where {expected or 'a type'} should follow")
+        token = self.tokens[self.next]
+        if expected is not None and token != expected:
+            raise self.error(f"{token!r} where {expected!r} should be")
+        self.next += 1
+        return token
+
+    def parse(self) -> pa.DataType:
+        kind = self.kind()
+        if self.next != len(self.tokens):
+            raise self.error(f"{' '.join(self.tokens[self.next :])!r} after the type")
+        return kind
+
+    def kind(self) -> pa.DataType:
+        name = self.take()
+        decimal = _DECIMAL.fullmatch(name)
+        if decimal is not None:
+            precision, scale = int(decimal[1]), int(decimal[2])
+            if not 1 <= precision <= 38 or scale > precision:
+                raise self.error("a decimal(p, s) needs 1 <= p <= 38 and s <= p")
+            return pa.decimal128(precision, scale)
+        if name == "list":
+            self.take("<")
+            element = self.kind()
+            self.take(">")
+            return pa.list_(pa.field("element", element))
+        if name == "map":
+            self.take("<")
+            key = self.kind()
+            self.take(",")
+            value = self.kind()
+            self.take(">")
+            return pa.map_(pa.field("key", key, nullable=False), pa.field("value", value))
+        if name == "struct":
+            self.take("<")
+            fields = [self.field()]
+            while self.take() == ",":
+                fields.append(self.field())
+            self.next -= 1
+            self.take(">")
+            names = [f.name for f in fields]
+            if len(set(names)) != len(names):
+                raise self.error(f"a struct's field names must differ: {names}")
+            return pa.struct(fields)
+        if name not in _TYPES:
+            # Iceberg's uuid reads as an Arrow extension type, which the CDC parser's kernels
+            # (combining before and after images) do not take; the text form keeps every value.
+            raise self.error("declare a uuid column as string" if name == "uuid" else f"no type named {name!r}")
+        return _TYPES[name]
+
+    def field(self) -> pa.Field:
+        name = self.take()
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise self.error(f"{name!r} where a field name should be")
+        self.take(":")
+        return pa.field(name, self.kind())
 
 
 class _Frozen(BaseModel):
@@ -62,18 +146,16 @@ class ColumnSpec(_Frozen):
     required: bool = False
 
     def arrow_field(self) -> pa.Field:
-        decimal = _DECIMAL.fullmatch(self.type.strip())
-        if decimal is not None:
-            precision, scale = int(decimal[1]), int(decimal[2])
-            if not 1 <= precision <= 38 or scale > precision:
-                raise ConfigError(f"column {self.name}: expected decimal(p, s) with 1 <= p <= 38 and s <= p, found {self.type!r}")
-            return pa.field(self.name, pa.decimal128(precision, scale), nullable=not self.required)
-        if self.type not in _TYPES:
-            # Iceberg's uuid reads as an Arrow extension type, which the CDC parser's kernels
-            # (combining before and after images) do not take; the text form keeps every value.
-            hint = "; declare a uuid column as string" if self.type == "uuid" else ""
-            raise ConfigError(f"column {self.name}: expected a type in {_TYPE_NAMES}, found {self.type!r}{hint}")
-        return pa.field(self.name, _TYPES[self.type], nullable=not self.required)
+        """The column as an Arrow field.
+
+        Raises:
+            ConfigError: the type is not one of :data:`_TYPE_NAMES` (nested in each other).
+        """
+        try:
+            kind = _TypeText(self.type).parse()
+        except ConfigError as exc:
+            raise ConfigError(f"column {self.name}: {exc}") from exc
+        return pa.field(self.name, kind, nullable=not self.required)
 
 
 class TableSpec(_Frozen):
@@ -122,11 +204,24 @@ class IngestConfig(_Frozen):
 
     @model_validator(mode="after")
     def _source_carries_the_columns(self) -> IngestConfig:
-        """A table the job would create with a column its source format cannot carry is refused
-        here, before anything is created (raises UnsupportedColumnTypeError, a ConfigError)."""
-        if self.create_table is not None and self.source.format is CdcFormat.DEBEZIUM_JSON:
-            check_debezium_schema(self.create_table.arrow_schema(), table=self.table)
+        """A table the job would create with a column its source format or its LogStore cannot
+        carry is refused here, before anything is created (raises UnsupportedColumnTypeError, a
+        ConfigError)."""
+        if self.create_table is not None:
+            spec = self.create_table
+            self.check_columns(spec.arrow_schema(), log_store=LOG_STORE_ENABLED.read(spec.properties, self.table))
         return self
+
+    def check_columns(self, schema: pa.Schema, *, log_store: bool) -> None:
+        """Raise if the source format, or the LogStore where the table has one, cannot carry a
+        column of ``schema`` (the table's, or the one ``create-table`` would make).
+
+        Raises:
+            UnsupportedColumnTypeError: naming the table, the column and its type.
+        """
+        check_source_schema(schema, self.source.format, table=self.table)
+        if log_store:
+            check_log_schema(schema, table=self.table)
 
     @property
     def source_group(self) -> str:

@@ -97,11 +97,33 @@ def _accepted(kind_name: str) -> str:
     return "bytes (binary.handling.mode=bytes)"
 
 
+#: Kafka Connect's type for a nested table column: a list comes as an array, a struct as a struct.
+_NESTED = {"list": "array", "struct": "struct"}
+
+
+def _nested(kind: pa.DataType, field: Mapping[str, Any]) -> str | None:
+    """Why a list or struct column cannot take ``field``'s Connect type; None if it can (or
+    ``kind`` is not nested). Elements and fields are read as JSON gives them (booleans, numbers,
+    strings: decode.py), so their own Connect types are not looked at, nor is a struct's semantic
+    name (a named record is still a record)."""
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        kind_name = "list"
+    elif pa.types.is_struct(kind):
+        kind_name = "struct"
+    else:
+        return None
+    connect_type, name = field.get("type"), field.get("name")
+    if connect_type == _NESTED[kind_name]:
+        return None
+    said = f"{connect_type} {name}" if name is not None else str(connect_type)
+    return f"column {field.get('field')!r} is {kind_name} ({kind}): expected a Kafka Connect {_NESTED[kind_name]}, found {said}"
+
+
 def _encoding(kind: pa.DataType, field: Mapping[str, Any]) -> Encoding | str | None:
     """The encoding of one column (None: the defaults), or why ``kind`` cannot take it."""
     kind_name = _kind_name(kind)
     if kind_name is None:
-        return None
+        return _nested(kind, field)
     connect_type, name = field.get("type"), field.get("name")
     found: Encoding | None = None
     if kind_name in _BY_NAME:

@@ -96,8 +96,14 @@ def _side_outputs(table: MixedTable, config: IngestConfig) -> tuple[str | None, 
 
 
 def prepare(config: IngestConfig) -> ResumePlan:
-    """Create what is missing and compute the resume offsets (in the job's client process)."""
+    """Create what is missing and compute the resume offsets (in the job's client process).
+
+    Raises:
+        UnsupportedColumnTypeError: the table has a column the source format or its LogStore
+            cannot carry (checked before any topic is touched).
+    """
     table = load_table(config, create=True)
+    config.check_columns(table.arrow_schema(), log_store=table.config.layout.log_store_enabled)
     source = config.source
     ensure_topic(source.bootstrap_servers, source.topic, source.partitions)
     log_topic, dead_topic = _side_outputs(table, config)

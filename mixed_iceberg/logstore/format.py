@@ -10,7 +10,9 @@ Every Kafka record value is::
     bytes 18-   row          one JSON object, field name -> value
 
 Row values follow Amoro: numbers as JSON numbers (decimals too), dates as ISO ``YYYY-MM-DD``
-strings, timestamps as ISO strings, booleans, strings; ``null`` for nulls. Rows are encoded
+strings, timestamps as ISO strings, booleans, strings, lists as JSON arrays and structs as
+JSON objects of their fields; ``null`` for nulls. Binary, fixed, uuid and map columns are
+refused (:func:`check_log_schema`): pyarrow's JSON reader cannot read them back. Rows are encoded
 and decoded column by column with Arrow kernels, never row by row.
 """
 
@@ -24,9 +26,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from mixed_iceberg.exceptions import UnsupportedColumnTypeError
 from mixed_iceberg.typedef import ACTION_NAMES, action_names
 
-__all__ = ["HEADER_SIZE", "MAGIC", "decode_messages", "encode_rows", "header", "join_lines"]
+__all__ = ["HEADER_SIZE", "MAGIC", "check_log_schema", "decode_messages", "encode_rows", "header", "join_lines"]
 
 MAGIC = b"net\x01"
 HEADER_SIZE = 18
@@ -74,7 +77,11 @@ def _quoted(strings: pa.Array) -> pa.Array:
 
 
 def _json_values(column: pa.Array) -> pa.Array:
-    """One JSON literal per value (``null`` for nulls)."""
+    """One JSON literal per value (``null`` for nulls).
+
+    Raises:
+        UnsupportedColumnTypeError: a type :func:`check_log_schema` refuses.
+    """
     kind = column.type
     if pa.types.is_boolean(kind):
         text = pc.if_else(column, "true", "false")
@@ -91,9 +98,57 @@ def _json_values(column: pa.Array) -> pa.Array:
         or pa.types.is_time(kind)
     ):
         text = _quoted(pc.cast(column, pa.string()))
+    elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        # The elements' literals, joined per list: flatten skips null lists, whose length counts 0.
+        elements = _json_values(pc.list_flatten(column))
+        lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy(zero_copy_only=False)
+        offsets = np.zeros(len(column) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        joined = pc.binary_join(pa.LargeListArray.from_arrays(pa.array(offsets), elements), ",")
+        text = pc.if_else(pc.is_valid(column), pc.binary_join_element_wise("[", joined, "]", ""), pa.scalar(None, pa.string()))
+    elif pa.types.is_struct(kind):
+        parts: list[pa.Array | str] = []
+        for index, field in enumerate(kind):
+            parts += [("{" if index == 0 else ",") + _quoted(pa.array([field.name]))[0].as_py() + ":"]
+            parts.append(_json_values(pc.struct_field(column, [index])))
+        parts.append("}" if kind.num_fields else "{}")
+        whole = pc.binary_join_element_wise(*parts, "")
+        text = pc.if_else(pc.is_valid(column), whole, pa.scalar(None, pa.string()))
     else:
-        raise TypeError(f"LogStore JSON: expected a primitive column type, found {kind}")
+        raise UnsupportedColumnTypeError(f"LogStore JSON: {_REFUSED}, found {kind}")
     return pc.fill_null(text, "null")
+
+
+def check_log_schema(schema: pa.Schema, *, table: str) -> None:
+    """Raise if a column of ``schema`` cannot travel in the LogStore's ``net1`` JSON rows.
+
+    Raises:
+        UnsupportedColumnTypeError: naming the table, the column and its type.
+    """
+    for field in schema:
+        if not _carried(field.type):
+            raise UnsupportedColumnTypeError(
+                f"table {table}: column {field.name!r}: the LogStore (log-store.enabled) carries {_REFUSED[len('expected ') :]}"
+                f", found {field.type}"
+            )
+
+
+_REFUSED = (
+    "expected booleans, numbers, decimals, strings, dates, times and timestamps, and lists and structs of them "
+    "(no binary, fixed, uuid or map)"
+)
+
+
+def _carried(kind: pa.DataType) -> bool:
+    t = pa.types
+    if t.is_list(kind) or t.is_large_list(kind):
+        return _carried(kind.value_type)
+    if t.is_struct(kind):
+        return all(_carried(f.type) for f in kind)
+    if isinstance(kind, pa.BaseExtensionType):
+        return False
+    checks = (t.is_boolean, t.is_integer, t.is_floating, t.is_decimal, t.is_string, t.is_large_string, t.is_date)
+    return any(bool(check(kind)) for check in (*checks, t.is_timestamp, t.is_time))
 
 
 def encode_rows(rows: pa.Table, actions: npt.NDArray[np.int8], *, upstream_id: bytes, epic: int) -> pa.Array:
@@ -112,15 +167,21 @@ def encode_rows(rows: pa.Table, actions: npt.NDArray[np.int8], *, upstream_id: b
     return pc.binary_join_element_wise(*parts, b"")
 
 
+def _json_type(kind: pa.DataType) -> pa.DataType:
+    """What pyarrow's JSON reader parses a ``kind`` value as: dates, times and timestamps come as
+    strings, and the reader takes no large lists; a cast makes ``kind`` of it."""
+    if pa.types.is_date(kind) or pa.types.is_timestamp(kind) or pa.types.is_time(kind):
+        return pa.string()
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return pa.list_(kind.value_field.with_type(_json_type(kind.value_type)))
+    if pa.types.is_struct(kind):
+        return pa.struct([f.with_type(_json_type(f.type)) for f in kind])
+    return kind
+
+
 def _json_schema(schema: pa.Schema) -> pa.Schema:
-    """What pyarrow's JSON reader can parse directly (dates and timestamps come as strings)."""
-    fields = []
-    for field in schema:
-        kind = field.type
-        if pa.types.is_date(kind) or pa.types.is_timestamp(kind) or pa.types.is_time(kind):
-            kind = pa.string()
-        fields.append(pa.field(field.name, kind))
-    return pa.schema(fields)
+    """What pyarrow's JSON reader can parse directly (:func:`_json_type` per column)."""
+    return pa.schema([pa.field(f.name, _json_type(f.type)) for f in schema])
 
 
 def decode_messages(values: pa.Array, schema: pa.Schema) -> pa.Table:
