@@ -66,14 +66,17 @@ def plan_change_files(
 ) -> list[ChangeFileRef]:
     """Change files visible to a read, ordered by (transaction id, path).
 
-    ``from_sequence`` (exclusive) overrides the optimized sequence; ``to_sequence`` is inclusive.
+    ``from_sequence`` (exclusive) raises each partition's floor, its optimized sequence, to at
+    least itself; ``to_sequence`` is inclusive.
     ``admit`` (e.g. a filter's metrics test) is asked only about files the sequences keep: in a
     long history most files are merged already, and a metrics test costs about 0.2 ms a file.
     """
     refs = []
     for live in files:
         path = partition_path(store, live.data_file)
-        floor = from_sequence if from_sequence is not None else optimized_sequence.get(path, -1)
+        floor = optimized_sequence.get(path, -1)
+        if from_sequence is not None:
+            floor = max(floor, from_sequence)
         if live.sequence_number <= floor or (to_sequence is not None and live.sequence_number > to_sequence):
             continue
         if admit is not None and not admit(live.data_file):

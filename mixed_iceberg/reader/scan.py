@@ -95,6 +95,7 @@ class MixedScan:
         as_of_ms: int | None = None,
         snapshots: tuple[Snapshot | None, Snapshot | None] | None = None,
         limit: int | None = None,
+        change_to_sequence: int | None = None,
     ) -> None:
         self.table = table
         self.row_filter = row_filter
@@ -103,6 +104,7 @@ class MixedScan:
         if limit is not None and limit < 0:
             raise InvalidScanError(f"{table.name}: limit expected >= 0, found {limit}")
         self.limit = limit
+        self.change_to_sequence = change_to_sequence  # change rows above it are left out (changes())
         self._planned: dict[int, list[FileScanTask]] = {}
         self._refs: list[ChangeFileRef] | None = None
         self._partitions = PartitionIndex()
@@ -112,27 +114,6 @@ class MixedScan:
             self.change_snapshot, self.base_snapshot = snapshots
         else:
             self.change_snapshot, self.base_snapshot = self._snapshots(snapshot_id, base_snapshot_id, as_of_ms)
-
-    @classmethod
-    def at(
-        cls,
-        table: TableHandle,
-        change_snapshot: Snapshot | None,
-        *,
-        row_filter: str | BooleanExpression | None = None,
-        before_first: Snapshot | None = None,
-    ) -> MixedScan:
-        """The table as of ``change_snapshot`` (the BaseStore as of its time); with ``None``, the
-        table before the ChangeStore's snapshot ``before_first``: its BaseStore then, no change rows."""
-        base = table.base_store
-        pair: tuple[Snapshot | None, Snapshot | None]
-        if change_snapshot is not None:
-            pair = (change_snapshot, snapshot_as_of(base.metadata.snapshots, change_snapshot.timestamp_ms))
-        elif before_first is not None:
-            pair = (None, snapshot_as_of(base.metadata.snapshots, before_first.timestamp_ms))
-        else:
-            pair = (None, None)
-        return cls(table, row_filter=row_filter, snapshots=pair)
 
     def _snapshots(
         self, snapshot_id: int | None, base_snapshot_id: int | None, as_of_ms: int | None = None
@@ -534,6 +515,7 @@ class MixedScan:
                 live_files(change, self.change_snapshot, above_sequence=merged_through(change, optimized)),
                 self._partitions,
                 optimized,
+                to_sequence=self.change_to_sequence,
                 admit=self._admits_change_file(),
             )
         return self._refs if group is None else [r for r in self._refs if r.path in group.change_paths]
