@@ -35,7 +35,7 @@ from pyiceberg.types import (
 
 from mixed_iceberg._pyiceberg.schemas import to_iceberg_schema
 from mixed_iceberg.arrow_types import conform_column, creatable_schema
-from mixed_iceberg.exceptions import InvalidSchemaError, MissingKeyError, SchemaMismatchError
+from mixed_iceberg.exceptions import InvalidScanError, InvalidSchemaError, MissingKeyError, SchemaMismatchError
 
 __all__ = [
     "FILE_OFFSET_FIELD",
@@ -49,6 +49,7 @@ __all__ = [
     "check_column_names",
     "conform",
     "keyed_iceberg_schema",
+    "selected_columns",
     "top_level_names",
 ]
 
@@ -98,6 +99,25 @@ def top_level_names(schema: Schema) -> list[str]:
     """The names of ``schema``'s top-level columns, in order (pyiceberg's ``Schema.column_names``
     also lists every nested field, ``l.element`` or ``s.a``, which are no columns of a table)."""
     return [field.name for field in schema.fields]
+
+
+def selected_columns(schema: Schema, selected: Sequence[str], *, case_sensitive: bool, table: str) -> list[str]:
+    """The top-level columns ``selected`` names (``("*",)``: all), in table order, as the table
+    spells them; with ``case_sensitive=False`` names match whatever their case.
+
+    Raises:
+        InvalidScanError: a name that is no column of the table.
+    """
+    names = top_level_names(schema)
+    if tuple(selected) == ("*",):
+        return names
+    spelled = {name if case_sensitive else name.lower(): name for name in names}
+    unknown = [f for f in selected if (f if case_sensitive else f.lower()) not in spelled]
+    if unknown:
+        how = "" if case_sensitive else " (case-insensitive)"
+        raise InvalidScanError(f"{table}: selected fields {unknown} are not columns; expected some of {names}{how}")
+    wanted = {spelled[f if case_sensitive else f.lower()] for f in selected}
+    return [name for name in names if name in wanted]
 
 
 def _where(table: str) -> str:

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import pyarrow as pa
 from pyiceberg import exceptions as ice
@@ -20,7 +20,7 @@ from pyiceberg.table import Table
 
 from mixed_iceberg.basestore.bulk_load import LoadInput, bulk_load
 from mixed_iceberg.changestore.transaction import ChangeTransaction
-from mixed_iceberg.exceptions import NoSuchTableError, NotKeyedTableError
+from mixed_iceberg.exceptions import InvalidScanError, NoSuchTableError, NotKeyedTableError
 from mixed_iceberg.format import WriterIdentity
 from mixed_iceberg.handle import TableHandle
 from mixed_iceberg.optimizing.engine import TableOptimizing
@@ -38,9 +38,29 @@ from mixed_iceberg.typedef import CommitId, TableFormat
 __all__ = ["MixedTable"]
 
 
-def _epoch_ms(value: datetime | int | None) -> int | None:
-    if value is None or isinstance(value, int):
+def _epoch_ms(value: datetime | date | str | int | None, table: str) -> int | None:
+    """``as_of`` in epoch milliseconds: a datetime or date (naive means UTC), an ISO-8601 string
+    of one, or epoch milliseconds.
+
+    Raises:
+        InvalidScanError: a string that is no ISO-8601 date or time, or another type.
+    """
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
         return value
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError as exc:
+            raise InvalidScanError(
+                f"{table}: as_of expected an ISO-8601 date or time such as '2024-01-01' or '2024-01-01T12:00:00+02:00', "
+                f"found {value!r}"
+            ) from exc
+    if isinstance(value, date) and not isinstance(value, datetime):
+        value = datetime(value.year, value.month, value.day)
+    if not isinstance(value, datetime):
+        raise InvalidScanError(
+            f"{table}: as_of expected a datetime, a date, an ISO-8601 string or epoch milliseconds, found {type(value).__name__}"
+        )
     moment = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
 
@@ -241,7 +261,7 @@ class MixedTable:
         snapshot_id: int | None = None,
         *,
         base_snapshot_id: int | None = None,
-        as_of: datetime | int | None = None,
+        as_of: datetime | date | str | int | None = None,
         case_sensitive: bool = True,
         limit: int | None = None,
     ) -> MixedScan:
@@ -254,7 +274,8 @@ class MixedTable:
             snapshot_id: a snapshot of either store to read as of; the other store is read as
                 of that snapshot's time.
             base_snapshot_id: BaseStore snapshot to pair with ``snapshot_id`` explicitly.
-            as_of: read both stores as of a time (a datetime, naive means UTC, or epoch ms).
+            as_of: read both stores as of a time: a datetime or date (naive means UTC), an
+                ISO-8601 string of one (``"2024-01-01"``), or epoch milliseconds.
             case_sensitive: how column names in ``row_filter`` are matched.
             limit: return at most this many rows (as pyiceberg's ``Table.scan(limit=...)``);
                 the read stops once it has them.
@@ -262,8 +283,8 @@ class MixedTable:
         Raises:
             NoSuchSnapshotError: neither store has ``snapshot_id``.
             SnapshotExpiredError: the state of that time needs a snapshot expiry removed.
-            InvalidScanError: unknown ``selected_fields``, ``as_of`` with a snapshot id, or a
-                negative ``limit``.
+            InvalidScanError: unknown ``selected_fields``, ``as_of`` with a snapshot id or not
+                a time, or a negative ``limit``.
         """
         return MixedScan(
             self.refreshed(),
@@ -272,7 +293,7 @@ class MixedTable:
             snapshot_id=snapshot_id,
             base_snapshot_id=base_snapshot_id,
             case_sensitive=case_sensitive,
-            as_of_ms=_epoch_ms(as_of),
+            as_of_ms=_epoch_ms(as_of, self.name),
             limit=limit,
         )
 

@@ -41,7 +41,7 @@ from mixed_iceberg.reader.plan import PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import read_change_rows
 from mixed_iceberg.reader.scan import MixedScan
 from mixed_iceberg.reader.state_diff import ACTION, diff_states, with_actions
-from mixed_iceberg.schema import top_level_names
+from mixed_iceberg.schema import selected_columns, top_level_names
 from mixed_iceberg.store.manifests.live_files import live_files
 from mixed_iceberg.store.manifests.removed import removed_files, removed_sequence
 
@@ -169,11 +169,7 @@ class ChangeScan:
         self.table = table
         self.filter = split_filter(row_filter, table.schema(), table.primary_key, case_sensitive, table=table.name)
         self.case_sensitive = case_sensitive
-        names = top_level_names(table.schema())
-        unknown = [f for f in selected_fields if f != "*" and f not in names]
-        if unknown:
-            raise InvalidScanError(f"{table.name}: selected fields {unknown} are not columns; expected some of {names}")
-        self.columns = names if tuple(selected_fields) == ("*",) else [n for n in names if n in selected_fields]
+        self.columns = selected_columns(table.schema(), selected_fields, case_sensitive=case_sensitive, table=table.name)
         meta = change.metadata
         self._start = self._snapshot(meta.snapshot_by_id(from_snapshot) if from_snapshot is not None else None, from_snapshot)
         self._end = self._snapshot(

@@ -38,7 +38,7 @@ from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.merge_task import MergeTask
 from mixed_iceberg.reader.plan import ChangeFileRef, PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import base_lsn, is_maskable, read_base_keyed, read_base_rows, read_change_rows
-from mixed_iceberg.schema import top_level_names
+from mixed_iceberg.schema import selected_columns, top_level_names
 from mixed_iceberg.store.equality_deletes import scan_with_equality_deletes
 from mixed_iceberg.store.manifests.live_files import live_files
 from mixed_iceberg.store.manifests.scan_tasks import plan_scan_tasks
@@ -175,13 +175,9 @@ class MixedScan:
         return pa.schema([arrow.field(name) for name in self._columns()])
 
     def _columns(self) -> list[str]:
-        names = top_level_names(self.table.schema())
-        if self.selected_fields == ("*",):
-            return names
-        unknown = [f for f in self.selected_fields if f not in names]
-        if unknown:
-            raise InvalidScanError(f"{self.table.name}: selected fields {unknown} are not columns; expected some of {names}")
-        return [n for n in names if n in self.selected_fields]
+        return selected_columns(
+            self.table.schema(), self.selected_fields, case_sensitive=self.case_sensitive, table=self.table.name
+        )
 
     def to_arrow(self) -> pa.Table:
         """The merged rows, projected to ``selected_fields`` (at most ``limit`` of them).

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
@@ -42,6 +42,20 @@ def test_snapshot_ids_of_either_store_and_times_read_the_state_of_then(tmp_path:
         assert rows_of(table.scan(as_of=moment).to_arrow()) == expected
         assert rows_of(table.scan(as_of=moment.replace(tzinfo=None)).to_arrow()) == expected, "naive means UTC"
     assert table.scan(as_of=0).to_arrow().num_rows == 0, "before the table had rows"
+
+
+def test_as_of_takes_iso_strings_and_dates(tmp_path: Path) -> None:
+    table, states = _table(tmp_path)
+    _, at_ms, expected = states[-1]
+    moment = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
+    assert rows_of(table.scan(as_of=moment.isoformat()).to_arrow()) == expected
+    assert rows_of(table.scan(as_of=moment.replace(tzinfo=None).isoformat()).to_arrow()) == expected, "naive means UTC"
+    assert table.scan(as_of="2024-01-01").to_arrow().num_rows == 0, "a day before the table existed"
+    assert table.scan(as_of=date(2024, 1, 1)).to_arrow().num_rows == 0
+    with pytest.raises(InvalidScanError, match="as_of expected an ISO-8601 date or time"):
+        table.scan(as_of="yesterday")
+    with pytest.raises(InvalidScanError, match="found float"):
+        table.scan(as_of=1.5)  # type: ignore[arg-type]
 
 
 def test_bad_time_travel_arguments_raise_specific_errors(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from mixed_iceberg import MixedCatalog, MixedIcebergError, MixedTable
-from mixed_iceberg.exceptions import InvalidFilterError, InvalidSchemaError, PropertyError
+from mixed_iceberg.exceptions import InvalidFilterError, InvalidScanError, InvalidSchemaError, PropertyError
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
 
 
@@ -253,6 +253,17 @@ def test_case_insensitive_filter_reads_base_and_change_rows(tmp_path: Path, row_
     assert rows_of(found) == rows_of(table.scan(row_filter=row_filter.lower()).to_arrow())
     with pytest.raises(InvalidFilterError, match="expected columns of"):
         table.scan(row_filter=row_filter).to_arrow()
+
+
+def test_case_insensitive_scans_select_fields_whatever_their_case(tmp_path: Path) -> None:
+    table = _loaded(local_catalog(tmp_path))
+    found = table.scan(selected_fields=("ID", "Qty"), case_sensitive=False).to_arrow()
+    assert found.column_names == ["id", "qty"]
+    assert rows_of(found) == rows_of(table.scan(selected_fields=("id", "qty")).to_arrow())
+    cdc = table.changes(selected_fields=("CAT",), case_sensitive=False).to_arrow()
+    assert cdc.column_names == ["cat", "_change_action", "_transaction_id", "_file_offset"]
+    with pytest.raises(InvalidScanError, match="selected fields"):
+        table.scan(selected_fields=("ID",)).to_arrow()
 
 
 # -- 7. purge and fresh locations -----------------------------------------------------------------
