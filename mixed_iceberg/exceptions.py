@@ -4,7 +4,7 @@
 
     MixedIcebergError
     ├── ConfigError                 catalogs.yaml / keyword overrides are wrong
-    │   └── UnsupportedColumnTypeError  a table column type the ingest job's CDC format cannot carry
+    │   └── UnsupportedColumnTypeError  a column type Iceberg v2 (or the ingest job's CDC format) cannot hold exactly
     ├── PropertyError               a table property is unknown or has a bad value
     ├── InvalidSchemaError          create_table: a reserved column name, a key type that cannot be hashed
     ├── InvalidFilterError          a row filter does not parse or names a column the table lacks
@@ -85,9 +85,11 @@ class ConfigError(MixedIcebergError):
 
 
 class UnsupportedColumnTypeError(ConfigError):
-    """The ingest job's table has a column whose type its source format cannot carry (for
-    Debezium JSON: a type no Debezium encoding maps to, such as decimal256 or a list of
-    decimals). Raised before the job creates the table, naming the column and its type."""
+    """A column has a type that cannot be held exactly, named with the type to use instead:
+    at ``create_table``, an Arrow type Iceberg v2 lacks (uint64, timestamp[ns], a zone other
+    than UTC: :mod:`mixed_iceberg.arrow_types`); for the ingest job, a type its source format
+    cannot carry (for Debezium JSON, one no Debezium encoding maps to, such as decimal256 or a
+    map). Raised before anything is created."""
 
 
 class PropertyError(MixedIcebergError):
