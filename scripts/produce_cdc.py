@@ -12,7 +12,9 @@ as JSON. ``ts_ms`` is the time each chunk is produced, so the job can measure fr
 ``--transaction`` produces the whole stream in one Kafka transaction, so a read-committed
 consumer (the ingest job) sees all of it at once, when it commits: a backlog handed to a job
 that is already running. ``--first-key`` shifts the keys, so streams can share a topic and
-their oracles add up. Replayed files hold one Debezium message per line
+their oracles add up. ``--nested`` adds a list column ``tags`` (``list<int>``) and a struct column
+``dims`` (``struct<w: double, label: string, ok: boolean>``), with nulls at every level, for a table
+that declares them (tests/integration/test_ingest_pipeline.py). Replayed files hold one Debezium message per line
 (envelope or bare payload); their key is taken from ``--key-field`` of the after/before image.
 """
 
@@ -34,7 +36,16 @@ from mixed_iceberg.logstore.kafka import ensure_topic
 _CHUNK = 10_000
 
 
-def generate(events: int, keys: int, bad: int, seed: int, first_key: int = 0) -> Iterator[tuple[bytes | None, bytes]]:
+def _nested(key: int, qty: int, price: float) -> dict[str, object]:
+    """The ``--nested`` columns of one image: a null, an empty list, null elements and fields."""
+    tags = None if qty % 13 == 0 else [None if (qty + j) % 7 == 0 else qty * j - key % 50 for j in range(qty % 4)]
+    dims = None if qty % 11 == 0 else {"w": price / 8, "label": None if key % 5 == 0 else f"l{qty % 3}", "ok": qty % 2 == 0}
+    return {"tags": tags, "dims": dims}
+
+
+def generate(
+    events: int, keys: int, bad: int, seed: int, first_key: int = 0, *, nested: bool = False
+) -> Iterator[tuple[bytes | None, bytes]]:
     """(key, value) pairs over keys ``first_key`` to ``first_key + keys - 1``; the oracle is kept in ``generate.final``."""
     rng = np.random.default_rng(seed)
     chosen = rng.integers(first_key, first_key + keys, events)
@@ -59,7 +70,9 @@ def generate(events: int, keys: int, bad: int, seed: int, first_key: int = 0) ->
                 ),
             )
         key = int(chosen[i])
-        after = {"id": key, "customer": f"c{key % 97}", "qty": int(qty[i]), "price": float(price[i])}
+        after: dict[str, object] = {"id": key, "customer": f"c{key % 97}", "qty": int(qty[i]), "price": float(price[i])}
+        if nested:
+            after.update(_nested(key, int(qty[i]), float(price[i])))
         before = live.get(key)
         if before is None:
             op, image_before, image_after = "c", None, after
@@ -105,6 +118,7 @@ def main() -> int:
     parser.add_argument("--first-key", type=int, default=0, help="the smallest generated key")
     parser.add_argument("--transaction", action="store_true", help="produce everything in one Kafka transaction")
     parser.add_argument("--bad", type=int, default=0, help="malformed messages to mix in")
+    parser.add_argument("--nested", action="store_true", help="add the list column tags and the struct column dims")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--rate", type=float, default=0.0, help="events per second (0: as fast as possible)")
     parser.add_argument("--replay", type=Path, nargs="*", help="Debezium NDJSON files to replay instead")
@@ -131,7 +145,7 @@ def main() -> int:
     if args.replay:
         stream = replay(args.replay, args.key_field)
     else:
-        stream = generate(args.events, args.keys, args.bad, args.seed, args.first_key)
+        stream = generate(args.events, args.keys, args.bad, args.seed, args.first_key, nested=args.nested)
     started = time.monotonic()
     count = 0
     now_marker = b'"ts_ms":0,'

@@ -1,4 +1,8 @@
-"""The ingest job end to end: real Kafka in, the real PyFlink job, table + LogStore + dead letters out."""
+"""The ingest job end to end: real Kafka in, the real PyFlink job, table + LogStore + dead letters out.
+
+The table has, besides conf/ingest.yaml's columns, a list and a struct column (``produce_cdc.py
+--nested``, nulls at every level), declared in ``create-table`` as Iceberg spells them: the job
+writes them to the table and the LogStore and reads them back as sent."""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
+import yaml
 
 from tests.support.fuzz_cdc import POISON
 from tests.support.ingest import (
@@ -17,17 +22,34 @@ from tests.support.ingest import (
     read_dead_letters,
     read_records,
 )
+from tests.support.services import ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-COLUMNS = ["id", "customer", "qty", "price"]
+COLUMNS = ["id", "customer", "qty", "price", "tags", "dims"]
+NESTED_COLUMNS = [
+    {"name": "tags", "type": "list<int>"},
+    {"name": "dims", "type": "struct<w: double, label: string, ok: boolean>"},
+]
+
+
+def nested_config(root: Path) -> Path:
+    """conf/ingest.yaml with the list and struct columns of ``produce_cdc.py --nested``."""
+    config = yaml.safe_load((ROOT / "conf" / "ingest.yaml").read_text())
+    config["create-table"]["columns"] += NESTED_COLUMNS
+    path = root / "ingest-nested.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
 
 
 def assert_table_matches(setup: IngestSetup, oracle: dict[str, object]) -> None:
     merged = setup.table().scan().to_arrow().sort_by("id")
     final = oracle["final"]
     assert isinstance(final, dict)
-    expected = sorted((int(k), v["customer"], v["qty"], v["price"]) for k, v in final.items())
+    expected = sorted((int(k), *(v[c] for c in COLUMNS[1:])) for k, v in final.items())
+    # The stream holds what the columns are for: lists with elements, null structs.
+    assert sum(1 for row in expected if row[4]) > len(expected) // 2
+    assert sum(1 for row in expected if row[5] is None) > len(expected) // 20
     got = list(zip(*(merged.column(c).to_pylist() for c in COLUMNS), strict=True))
     assert len(got) == len(expected)
     assert got == expected
@@ -46,14 +68,15 @@ def assert_logstore_exactly_once(setup: IngestSetup) -> None:
 
 def test_cdc_stream_lands_in_table_logstore_and_dead_letter_topic(kafka_bootstrap: str, tmp_path: Path) -> None:
     setup = IngestSetup(tmp_path, kafka_bootstrap, "it-pipeline")
-    oracle = produce(setup, events=100_000, keys=10_000, bad=25)
+    config = ["--config", str(nested_config(tmp_path))]
+    oracle = produce(setup, events=100_000, keys=10_000, bad=25, nested=True)
     # Messages that once stopped every partition of a subtask (issue 15), one batch in each partition
     produce_values(setup, POISON, [i % 4 for i in range(len(POISON))])
     # A transactional tail (as Debezium writes with exactly-once delivery): its commit markers
     # take offsets no record has, and the job must still see that it caught up.
-    tail = produce(setup, events=3_000, keys=300, seed=8, first_key=20_000, transaction=True)
+    tail = produce(setup, events=3_000, keys=300, seed=8, first_key=20_000, transaction=True, nested=True)
     oracle = {**oracle, "final": {**oracle["final"], **tail["final"]}}  # type: ignore[dict-item]
-    job = IngestJob(setup)
+    job = IngestJob(setup, extra=config)
     assert job.wait(400) == 0, job.output()[-5000:]
 
     assert_table_matches(setup, oracle)
@@ -74,7 +97,7 @@ def test_cdc_stream_lands_in_table_logstore_and_dead_letter_topic(kafka_bootstra
     assert all(source[(c.partition, c.offset)] == value for value, c in letters)
     assert sorted(v for v, _ in letters if v in POISON) == sorted(POISON)
     # a second run finds everything committed: nothing new in table or LogStore
-    rerun = IngestJob(setup)
+    rerun = IngestJob(setup, extra=config)
     assert rerun.wait(400) == 0, rerun.output()[-5000:]
     assert_logstore_exactly_once(setup)
     assert_table_matches(setup, oracle)

@@ -174,15 +174,23 @@ class IngestJob:
 
 
 def produce(
-    setup: IngestSetup, events: int, keys: int, bad: int = 0, seed: int = 7, *, first_key: int = 0, transaction: bool = False
+    setup: IngestSetup,
+    events: int,
+    keys: int,
+    bad: int = 0,
+    seed: int = 7,
+    *,
+    first_key: int = 0,
+    transaction: bool = False,
+    nested: bool = False,
 ) -> dict[str, object]:
-    """Run ``scripts/produce_cdc.py`` (``transaction``: all in one Kafka transaction); returns its
-    oracle (final state and counts)."""
+    """Run ``scripts/produce_cdc.py`` (``transaction``: all in one Kafka transaction; ``nested``:
+    with its list and struct columns); returns its oracle (final state and counts)."""
     oracle = setup.root / f"oracle-{seed}-{first_key}.json"
     subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "produce_cdc.py"), "--bootstrap", setup.bootstrap, "--topic", setup.topic,
          "--events", str(events), "--keys", str(keys), "--bad", str(bad), "--seed", str(seed), "--oracle", str(oracle),
-         "--first-key", str(first_key), *(["--transaction"] if transaction else [])],
+         "--first-key", str(first_key), *(["--transaction"] if transaction else []), *(["--nested"] if nested else [])],
         check=True, env=setup.env, cwd=ROOT, capture_output=True, timeout=300,
     )  # fmt: skip
     loaded: dict[str, object] = json.loads(oracle.read_text())
