@@ -325,12 +325,19 @@ class MixedTable:
         selected_fields: Sequence[str] = ("*",),
         case_sensitive: bool = True,
     ) -> ChangeScan:
-        """Change rows committed after ``from_snapshot`` up to ``to_snapshot`` (ChangeStore ids),
-        those whose image matches ``row_filter``, with ``selected_fields`` and the CDC columns.
+        """Every change of the merged view after ``from_snapshot`` up to ``to_snapshot``
+        (ChangeStore ids; none: from the empty table, up to now) as CDC rows, those whose image
+        matches ``row_filter``, with ``selected_fields`` and the CDC columns. BaseStore commits
+        that change the view (``bulk_load``, another engine's writes) are in it: replaying
+        ``changes(a, b)`` onto ``scan(snapshot_id=a)`` gives ``scan(snapshot_id=b)``
+        (docs/semantics.md).
 
         Raises:
             InvalidFilterError: the filter does not parse or names a column the table lacks.
-            InvalidScanError: unknown ``selected_fields``.
+            InvalidScanError: unknown ``selected_fields``, or ``from_snapshot`` after ``to_snapshot``.
+            NoSuchSnapshotError: the ChangeStore has no such snapshot.
+            SnapshotExpiredError: (on read) the range needs history that expiry or the
+                change-data TTL removed.
         """
         return ChangeScan(
             self.refreshed(),
