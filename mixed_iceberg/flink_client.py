@@ -40,10 +40,11 @@ _LOOPBACK = "127.0.0.1"
 #: ``flink run``, where the cluster's own configuration decides.
 #:
 #: What they cannot reach: the gRPC servers (Beam's Fn API: control, data, state, logging,
-#: provisioning, artifacts) that the Python operator starts for its worker processes listen on
-#: every interface. flink-python 2.2.1's copy of Beam's ``ServerFactory`` builds them with
-#: ``NettyServerBuilder.forPort(port)``, the wildcard address, and no Flink option reaches it
-#: (docs/ingest.md, "Network exposure").
+#: provisioning, artifacts) that a Python operator in process mode starts for its worker
+#: processes listen on every interface. flink-python 2.2.1's copy of Beam's ``ServerFactory``
+#: builds them with ``NettyServerBuilder.forPort(port)``, the wildcard address, and no Flink option
+#: reaches it (docs/ingest.md, "Network exposure"). The ingest job's pandas function needs process
+#: mode; the optimizer job runs in thread mode locally and has none.
 LOCAL_CLUSTER_DEFAULTS: Mapping[str, str] = MappingProxyType(
     {
         "rest.bind-address": _LOOPBACK,  # the REST API and web UI

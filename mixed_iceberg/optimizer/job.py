@@ -47,13 +47,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"optimizer job: {exc}", file=sys.stderr)
         return 2
     prepare_flink_client()
-    from mixed_iceberg.optimizer.flink import build_pipeline, pinned_config
+    from mixed_iceberg.optimizer.flink import THREAD_MODE, build_pipeline, pinned_config
 
     pinned = pinned_config(config, raw)
     on_cli = "PYFLINK_GATEWAY_PORT" in os.environ  # under `flink run`: the cluster's configuration decides
-    # A local mini-cluster listens on loopback only, without REST submit or cancel, unless the
+    # A local mini-cluster listens on loopback only, without REST submit or cancel, and runs the
+    # function in thread mode (no Beam gRPC servers: mixed_iceberg/optimizer/flink.py), unless the
     # config's `flink` settings say otherwise.
-    settings = dict(config.flink) if on_cli else local_cluster_settings(config.flink)
+    settings = dict(config.flink) if on_cli else local_cluster_settings({**THREAD_MODE, **config.flink})
     env = build_pipeline(
         pinned, args.group, parallelism=args.parallelism, threads=args.threads, python=sys.executable, settings=settings
     )

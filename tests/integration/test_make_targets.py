@@ -40,8 +40,9 @@ def _rest_endpoints(log_dir: Path) -> list[str]:
 @pytest.mark.slow
 def test_make_demo_ingests_optimizes_and_listens_on_loopback_only(kafka_bootstrap: str, tmp_path: Path) -> None:
     """Both jobs of the demo, end to end on a short stream; every socket their processes listen
-    on is on loopback, but for Beam's gRPC servers, which Flink gives no way to move (see
-    mixed_iceberg/flink_client.py); their REST APIs take no jar uploads."""
+    on is on loopback, but for the ingest job's Beam gRPC servers, which Flink gives no way to
+    move (see mixed_iceberg/flink_client.py); the optimizer job, in thread mode, has none. Their
+    REST APIs take no jar uploads."""
     started = time.monotonic()
     # The demo uses the running broker (it starts one only when none runs) and its own topics.
     args = ["--events", "3000", "--keys", "500", "--rate", "1500", "--bad", "3", "--every", "2"]
@@ -63,9 +64,13 @@ def test_make_demo_ingests_optimizes_and_listens_on_loopback_only(kafka_bootstra
     assert re.search(r"rows in the producer's oracle:\s+[\d,]+\s+-> equal", text), text[-5000:]
     assert re.search(r"dead letters:\s+3\b", text), text[-3000:]
 
-    # Both jobs were watched while they ran: two JVMs, each with its Python workers' gRPC servers.
-    jvms = {listener.pid for listener in watch.beam}
+    # Both jobs were watched while they ran: two JVMs. Only the ingest job's (its pandas function
+    # needs process mode) started Python workers, and so Beam's gRPC servers, the one exemption.
+    jvms = {listener.pid for listener in watch.seen if Path(listener.command.split(" ", 1)[0]).name == "java"}
     assert len(jvms) == 2, f"expected both jobs' JVMs among {sorted(map(str, watch.seen))}"
+    assert set(watch.workers) == {listener.pid for listener in watch.beam}, (watch.workers, watch.beam)
+    (ingest_jvm,) = watch.workers
+    assert "jobs/ingest_cdc.py" in watch.commands[watch.parents[ingest_jvm]]
     assert watch.exposed() == [], "listening beyond loopback:\n" + "\n".join(map(str, watch.exposed()))
     # ... and both REST APIs, on loopback, answered without web submission (jar upload and run).
     assert len(_rest_endpoints(log_dir)) == 2, _rest_endpoints(log_dir)  # one Flink log per job

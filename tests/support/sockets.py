@@ -4,8 +4,9 @@
 its inode; ``/proc/<pid>/fd`` links name the inodes each process holds. A listener belongs to
 every process holding its inode, so a JVM's sockets are found through the JVM, a forked worker's
 through the worker. :class:`ListenerWatch` samples a tree while it runs, since a job's
-processes come and go (Python workers start well after the client); :func:`assert_loopback_only`
-checks a running service of ``scripts/services/``.
+processes come and go (Python workers start well after the client), and exempts Beam's Fn API
+servers only, by what they are (its docstring); :func:`assert_loopback_only` checks a running
+service of ``scripts/services/``.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from urllib.parse import urlsplit
 from tests.support.services import ServiceScript
 
 __all__ = [
+    "BEAM_SERVERS_PER_WORKER",
     "Listener",
     "ListenerWatch",
     "assert_loopback_only",
-    "grpc_listeners",
+    "beam_workers",
     "listeners",
     "outside_loopback",
     "port_owners",
@@ -153,20 +155,31 @@ def speaks_http2(port: int, timeout: float = 3.0) -> bool:
     return header[3] == 4  # frame type 4: SETTINGS
 
 
-def grpc_listeners(found: Iterable[Listener], pids: Iterable[int]) -> set[Listener]:
-    """The listeners in ``found`` that are Beam's Fn API servers: gRPC servers of a process that
-    runs PyFlink's Python workers (``beam_boot``) as its children. flink-python starts them for
-    its workers on every interface, and no Flink option moves them (see
-    ``mixed_iceberg/flink_client.py``)."""
-    tree = list(pids)
-    children = _children()
-    hosts = {
-        pid
-        for pid in tree
-        if any("pyflink.fn_execution.beam.beam_boot" in command_line(c) for c in process_tree(children.get(pid, [])))
-    }
-    exposed = (listener for listener in found if listener.pid in hosts and not listener.loopback)
-    return {listener for listener in exposed if speaks_http2(listener.port)}
+#: Beam's Fn API servers per Python worker: control, data, state, logging, provisioning, artifacts.
+BEAM_SERVERS_PER_WORKER = 6
+_BEAM_WORKER = "pyflink.fn_execution.beam.beam_boot"
+_WILDCARDS = {"0.0.0.0", "::"}
+
+
+def _parents() -> dict[int, int]:
+    return {child: parent for parent, children in _children().items() for child in children}
+
+
+def beam_workers(pids: Iterable[int]) -> dict[int, set[int]]:
+    """The PyFlink Python workers in process mode (``beam_boot``) among ``pids``, by the JVM that
+    started them (their nearest ``java`` ancestor: the Python operator's JVM, which holds their
+    Fn API servers)."""
+    parents = _parents()
+    found: dict[int, set[int]] = {}
+    for pid in pids:
+        if _BEAM_WORKER not in command_line(pid):
+            continue
+        ancestor = parents.get(pid)
+        while ancestor is not None and Path(command_line(ancestor).split(" ", 1)[0]).name != "java":
+            ancestor = parents.get(ancestor)
+        if ancestor is not None:
+            found.setdefault(ancestor, set()).add(pid)
+    return found
 
 
 def port_owners(port: int) -> list[int]:
@@ -183,8 +196,15 @@ def outside_loopback(found: Iterable[Listener]) -> list[Listener]:
 
 class ListenerWatch:
     """Samples the listeners of the trees under ``roots()`` every ``interval`` seconds in a thread,
-    from ``start()`` to ``stop()``; ``seen`` holds every listener found, ``beam`` those of them
-    that :func:`grpc_listeners` names (probed when first seen, while they still listen)."""
+    from ``start()`` to ``stop()``; ``seen`` holds every listener found.
+
+    :meth:`exposed` is every listener outside loopback but one narrow exemption, :attr:`beam`:
+    Beam's Fn API servers, which flink-python 2.2.1 binds to the wildcard address whatever Flink is
+    told (``NettyServerBuilder.forPort`` in its ``ServerFactory``; docs/ingest.md, "Network
+    exposure"). A listener is taken for one only if it is on the wildcard address, answered an
+    HTTP/2 preface (gRPC) when first seen, and its process ran PyFlink Python workers in process
+    mode during the watch; and a process gets at most six per worker seen. Anything else outside
+    loopback, in that JVM or any other, is exposed."""
 
     def __init__(self, roots: Callable[[], Iterable[int]], interval: float = 1.0) -> None:
         self._roots = roots
@@ -192,7 +212,10 @@ class ListenerWatch:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="listener-watch", daemon=True)
         self.seen: set[Listener] = set()
-        self.beam: set[Listener] = set()
+        self.grpc: set[Listener] = set()
+        self.workers: dict[int, set[int]] = {}  # a JVM -> the Python workers it started
+        self.commands: dict[int, str] = {}  # every process seen, while it lived
+        self.parents: dict[int, int] = {}
         self.samples = 0
 
     def sample(self) -> None:
@@ -200,7 +223,16 @@ class ListenerWatch:
         found = listeners(tree)
         new = found - self.seen
         self.seen |= found
-        self.beam |= grpc_listeners(new, tree)
+        # Probed when first seen, while it still listens; whether its process runs Python workers
+        # is decided at the end (they start after the JVM's servers).
+        self.grpc |= {listener for listener in new if not listener.loopback and speaks_http2(listener.port)}
+        for pid, workers in beam_workers(tree).items():
+            self.workers.setdefault(pid, set()).update(workers)
+        parents = _parents()
+        for pid in tree:
+            self.commands.setdefault(pid, command_line(pid))
+            if pid in parents:
+                self.parents.setdefault(pid, parents[pid])
         self.samples += 1
 
     def _run(self) -> None:
@@ -224,6 +256,17 @@ class ListenerWatch:
             yield self
         finally:
             self.stop()
+
+    @property
+    def beam(self) -> set[Listener]:
+        """The listeners exempted as Beam's Fn API servers (see the class docstring)."""
+        candidates = {x for x in self.grpc if x.address in _WILDCARDS and x.pid in self.workers}
+        allowed = set()
+        for pid, workers in self.workers.items():
+            mine = {x for x in candidates if x.pid == pid}
+            if len(mine) <= BEAM_SERVERS_PER_WORKER * len(workers):
+                allowed |= mine
+        return allowed
 
     def exposed(self) -> list[Listener]:
         """Listeners outside loopback other than Beam's Fn API servers."""

@@ -402,3 +402,31 @@ def test_allow_partial_commit_commits_the_partitions_that_succeeded(
     assert states.count("SUCCESS") == len(states) - 1 >= 1
     sequences = read_optimized_sequence(table.refresh().base_store, table.base_store.current_snapshot())
     assert len([p for p, s in sequences.items() if s > 0]) == len(states) - 1  # the poisoned partition is left as it was
+
+
+@pytest.mark.filterwarnings("ignore:.* has been deprecated since version:DeprecationWarning")  # pyflink.table, at import
+def test_the_flink_jobs_optimizer_stops_and_unregisters_once_its_subtask_stops_ticking(tmp_path: Path) -> None:
+    """In PyFlink's thread mode no close() tells the function that its task was cancelled or
+    failed: without ticks its service must stop on its own, not run on in the JVM."""
+    pytest.importorskip("pyflink", reason="the flink extra")
+    import json
+
+    from mixed_iceberg.optimizer.flink import OptimizerFunction
+
+    pinned = json.dumps(
+        {"system-database": f"sqlite:///{tmp_path}/system.db", "optimizer_groups": [{"name": "g", "properties": FAST}]}
+    )
+    function = OptimizerFunction(pinned, "g", threads=1, tick_timeout=1.0)
+    function.open(None)
+    db = SystemDatabase(f"sqlite:///{tmp_path}/system.db")
+    try:
+        for _ in range(5):  # ticking for longer than the timeout keeps it
+            assert function.eval(0) == 1
+            time.sleep(0.3)
+        assert [o["optimizer_id"] for o in db.live_optimizers("g", 60_000)] == [function.service.optimizer_id]
+        wait_for(lambda: db.live_optimizers("g", 60_000) == [], 10, "it stopped and unregistered without ticks")
+        assert not function.service.running
+        assert function.eval(0) == 0
+    finally:
+        function.close()
+        db.dispose()
