@@ -41,7 +41,7 @@ import pyarrow.json as pj
 from mixed_iceberg.changestore.batch import ACTION_COLUMN
 from mixed_iceberg.exceptions import UnsupportedColumnTypeError
 from mixed_iceberg.ingest.connect_schema import BatchEncodings, batch_encodings
-from mixed_iceberg.ingest.decode import debezium_json_type, from_debezium
+from mixed_iceberg.ingest.decode import base64_decode, debezium_json_type, from_debezium
 from mixed_iceberg.logstore.format import join_lines
 from mixed_iceberg.typedef import action_codes, action_names
 
@@ -102,10 +102,15 @@ def _json_type(kind: pa.DataType, fmt: CdcFormat) -> pa.DataType:
     return _changelog_json_type(kind)
 
 
+def _binary(kind: pa.DataType) -> bool:
+    return pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind)
+
+
 def _changelog_json_type(kind: pa.DataType) -> pa.DataType:
-    """Flink's JSON format: temporal values as strings (nested too), lists as arrays and rows as
-    objects; the reader takes no large lists (a cast after the read makes the column's type)."""
-    if pa.types.is_date(kind) or pa.types.is_timestamp(kind) or pa.types.is_time(kind):
+    """Flink's JSON format: temporal values as strings (nested too), bytes as base64 strings
+    (Jackson's binary nodes), lists as arrays and rows as objects; the reader takes no large
+    lists (a cast after the read makes the column's type)."""
+    if pa.types.is_date(kind) or pa.types.is_timestamp(kind) or pa.types.is_time(kind) or _binary(kind):
         return pa.string()
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         return pa.list_(kind.value_field.with_type(_changelog_json_type(kind.value_type)))
@@ -117,6 +122,34 @@ def _changelog_json_type(kind: pa.DataType) -> pa.DataType:
             + (": a JSON object reads only as a struct of known fields" if pa.types.is_map(kind) else "")
         )
     return kind
+
+
+def _from_changelog_json(values: pa.Array, kind: pa.DataType) -> pa.Array:
+    """``values`` as read for :func:`_changelog_json_type` ``(kind)`` -> ``kind``: base64 decoded
+    to bytes at every level (a cast would keep the base64 text as the bytes), the rest cast.
+
+    Raises:
+        pyarrow.ArrowInvalid: a value that is not valid base64, or does not cast.
+    """
+    if _binary(kind):
+        return base64_decode(values).cast(kind)
+    if (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and _has_binary(kind):
+        decoded = _from_changelog_json(values.values, kind.value_type)
+        rebuilt = pa.ListArray.from_arrays(values.offsets, decoded, mask=values.is_null() if values.null_count else None)
+        return rebuilt.cast(kind)
+    if pa.types.is_struct(kind) and _has_binary(kind):
+        children = [_from_changelog_json(values.field(i), f.type) for i, f in enumerate(kind)]
+        mask = values.is_null() if values.null_count else None
+        return pa.StructArray.from_arrays(children, fields=list(kind), mask=mask)
+    return values.cast(kind)
+
+
+def _has_binary(kind: pa.DataType) -> bool:
+    if _binary(kind):
+        return True
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _has_binary(kind.value_type)
+    return pa.types.is_struct(kind) and any(_has_binary(f.type) for f in kind)
 
 
 def check_source_schema(schema: pa.Schema, fmt: CdcFormat, *, table: str) -> None:
@@ -245,7 +278,7 @@ class CdcParser:
                     encodings.decode(c, f.type, which, i) for i, (c, f) in enumerate(zip(columns, self.schema, strict=True))
                 ]
         else:
-            children = [pc.struct_field(image, [i]).cast(f.type) for i, f in enumerate(self.schema)]
+            children = [_from_changelog_json(pc.struct_field(image, [i]), f.type) for i, f in enumerate(self.schema)]
         names = [f.name for f in self.schema]
         return pa.StructArray.from_arrays(children, names=names, mask=pc.invert(pc.is_valid(image)))
 

@@ -121,3 +121,30 @@ def test_envelope_detection_does_not_change_what_bare_messages_parse_to() -> Non
     assert worded.changes.slice(0, 3).equals(plain.changes)
     assert enveloped.changes.equals(worded.changes)
     assert worded.changes.column("cat").to_pylist()[-1] == '"payload"'
+
+
+def test_changelog_json_bytes_are_base64_decoded_at_every_level() -> None:
+    """Flink's JSON format writes bytes as base64 text (Jackson's binary nodes): the text is not the value."""
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            pa.field("raw", pa.large_binary()),
+            pa.field("digest", pa.binary(4)),
+            pa.field("parts", pa.large_list(pa.field("element", pa.large_binary()))),
+            pa.field("meta", pa.struct([pa.field("sig", pa.large_binary()), pa.field("n", pa.int32())])),
+        ]
+    )
+    message = {
+        "op": "+I",
+        "data": {"id": 1, "raw": "3q2+7w==", "digest": "AAECAw==", "parts": ["AQ==", None], "meta": {"sig": "/w==", "n": 2}},
+    }
+    empty = {"op": "+I", "data": {"id": 2, "raw": None, "parts": None, "meta": None}}
+    values = pa.array([json.dumps(m).encode() for m in (message, empty)], pa.binary())
+    parsed = CdcParser(schema, ["id"], CdcFormat.CHANGELOG_JSON).parse(values, np.arange(2))
+    assert len(parsed.dead) == 0
+    rows = parsed.changes.to_pylist()
+    assert (rows[0]["raw"], rows[0]["digest"], rows[0]["parts"]) == (b"\xde\xad\xbe\xef", b"\x00\x01\x02\x03", [b"\x01", None])
+    assert rows[0]["meta"] == {"sig": b"\xff", "n": 2}
+    assert (rows[1]["raw"], rows[1]["parts"], rows[1]["meta"]) == (None, None, None)
+    bad = pa.array([json.dumps({"op": "+I", "data": {"id": 3, "raw": "not base64!"}}).encode()], pa.binary())
+    assert len(CdcParser(schema, ["id"], CdcFormat.CHANGELOG_JSON).parse(bad, np.arange(1)).dead) == 1
