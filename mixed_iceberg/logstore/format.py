@@ -9,7 +9,8 @@ Every Kafka record value is::
     byte  17    action       0 +I, 1 -U, 2 +U, 3 -D   (Amoro's ChangeAction bytes)
     bytes 18-   row          one JSON object, field name -> value
 
-Row values follow Amoro: numbers as JSON numbers (decimals too), dates as ISO ``YYYY-MM-DD``
+Row values follow Amoro: numbers as JSON numbers (decimals too; a float's NaN and infinities as
+the literals ``NaN``, ``Infinity`` and ``-Infinity``), dates as ISO ``YYYY-MM-DD``
 strings, timestamps as ISO strings, booleans, strings, lists as JSON arrays and structs as
 JSON objects of their fields; ``null`` for nulls. Binary, fixed, uuid and map columns are
 refused (:func:`check_log_schema`): pyarrow's JSON reader cannot read them back. Rows are encoded
@@ -88,8 +89,11 @@ def _json_values(column: pa.Array) -> pa.Array:
     elif pa.types.is_integer(kind) or pa.types.is_decimal(kind):
         text = pc.cast(column, pa.string())
     elif pa.types.is_floating(kind):
-        finite = pc.is_finite(column)
-        text = pc.if_else(finite, pc.cast(column, pa.string()), pa.scalar(None, pa.string()))
+        # JSON has no literal for NaN and the infinities; null would be a wrong value. They go
+        # as NaN, Infinity and -Infinity, which pyarrow's and Python's JSON readers take (and
+        # Jackson with ALLOW_NON_NUMERIC_NUMBERS).
+        infinite = pc.if_else(pc.greater(column, 0), "Infinity", "-Infinity")
+        text = pc.if_else(pc.is_nan(column), "NaN", pc.if_else(pc.is_inf(column), infinite, pc.cast(column, pa.string())))
     elif (
         pa.types.is_string(kind)
         or pa.types.is_large_string(kind)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import math
 
 import numpy as np
 import pyarrow as pa
@@ -25,7 +26,8 @@ ROWS = pa.table(
         "id": pa.array([1, 2, 3], pa.int64()),
         "name": ['quote " backslash \\ newline \n', None, "\x01ctl"],
         "day": pa.array([datetime.date(2024, 1, 2), None, datetime.date(1999, 12, 31)]),
-        "ratio": [1.5, float("nan"), None],
+        "ratio": [float("-inf"), float("nan"), None],
+        "scale": pa.array([float("inf"), -0.0, 1e-300], pa.float32()),
         "flag": [True, False, None],
     }
 )
@@ -41,7 +43,10 @@ def test_messages_carry_amoros_net1_header_and_round_trip() -> None:
     assert decoded.column("_epic").to_pylist() == [42, 42, 42]
     assert decoded.column("name").to_pylist() == ROWS.column("name").to_pylist()
     assert decoded.column("day").to_pylist() == ROWS.column("day").to_pylist()
-    assert decoded.column("ratio").to_pylist() == [1.5, None, None]  # NaN is not JSON: null
+    ratio = decoded.column("ratio").to_pylist()  # not null: NaN and the infinities keep their values
+    assert (ratio[0], math.isnan(ratio[1]), ratio[2]) == (float("-inf"), True, None)
+    assert decoded.column("scale").to_pylist() == ROWS.column("scale").to_pylist()
+    assert math.copysign(1.0, decoded.column("scale")[1].as_py()) == -1.0, "-0.0 keeps its sign"
     assert decode_messages(messages.slice(1), ROWS.schema).column("id").to_pylist() == [2, 3]
 
 
