@@ -16,7 +16,7 @@ so far) is simply the key's first row. Only the rows of keys in the change tail 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,8 +24,10 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mixed_iceberg.reader.aggregates import aggregate
 from mixed_iceberg.reader.merge import KeyIndex
 from mixed_iceberg.reader.merge_options import MergeConfig, MergeEngine
+from mixed_iceberg.reader.segments import last_where, next_where, segmented_scan, take_or_null
 
 __all__ = ["ScannedStates", "merge_by_engine", "scan_states"]
 
@@ -73,7 +75,7 @@ def _by_sequence(
     applied = np.zeros(n, dtype=bool)
     judged_upto = np.full(n, -1, dtype=np.int64)  # deletes at or before this position are final
     while True:
-        best = np.asarray(_segmented_scan(packed, segment, np.maximum), dtype=np.int64)
+        best = np.asarray(segmented_scan(packed, segment, np.maximum), dtype=np.int64)
         before = np.full(n, -1, dtype=np.int64)
         before[1:] = np.where(positions[1:] - 1 >= segment[1:], best[:-1], -1)
         applies = ~data & (positions > judged_upto) & (before >= 0) & ((rank < 0) | (rank >= (before >> 32)))
@@ -102,48 +104,6 @@ def _paired_deletes(
     paired = np.zeros(len(order), dtype=bool)
     paired[order[half]] = True
     return paired
-
-
-def _last_where(condition: npt.NDArray[np.bool_], start: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """Per position, the last position at or before it, in its key, where ``condition`` holds (-1: none)."""
-    positions = np.where(condition, np.arange(len(condition), dtype=np.int64), -1)
-    running = np.maximum.accumulate(positions) if len(positions) else positions
-    return np.where(running >= start, running, -1)
-
-
-def _next_where(condition: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
-    """Per position, the first position at or after it where ``condition`` holds (n: none); one extra slot."""
-    n = len(condition)
-    positions = np.where(condition, np.arange(n, dtype=np.int64), n)
-    running = np.minimum.accumulate(positions[::-1])[::-1] if n else positions
-    return np.concatenate([running, [n]])
-
-
-def _take(column: pa.ChunkedArray, at: npt.NDArray[np.int64]) -> pa.Array:
-    """``column[at]``, null where ``at`` is -1."""
-    valid = at >= 0
-    if len(column) == 0 or not valid.any():
-        return pa.nulls(len(at), column.type)
-    taken = column.take(pa.array(np.where(valid, at, 0)))
-    return pc.if_else(pa.array(valid), taken, pa.nulls(len(at), column.type))
-
-
-def _segmented_scan(
-    values: npt.NDArray[np.float64] | npt.NDArray[np.int64],
-    start: npt.NDArray[np.int64],
-    op: Callable[[npt.NDArray[np.generic], npt.NDArray[np.generic]], npt.NDArray[np.generic]],
-) -> npt.NDArray[np.generic]:
-    """Inclusive scan of an associative ``op`` within each key (Hillis-Steele: log2 passes)."""
-    result = values.copy()
-    index = np.arange(len(values), dtype=np.int64)
-    step = 1
-    while step < len(values):
-        inside = index - step >= start
-        shifted = np.empty_like(result)
-        shifted[step:] = result[:-step]
-        result = np.where(inside, op(shifted, result), result)
-        step *= 2
-    return result
 
 
 def scan_states(
@@ -186,11 +146,11 @@ def scan_states(
         at, exists = _by_sequence(rank, data, start)
         return ScannedStates(order, code, sorted_rows.take(pa.array(np.where(exists, at, positions))), exists, last)
     if config.engine is MergeEngine.AGGREGATION:
-        states, exists = _aggregate(config, sorted_rows, keys, data, is_base[order], start)
+        states, exists = aggregate(config, sorted_rows, keys, data, is_base[order], start)
         return ScannedStates(order, code, states, exists, last)
-    floor = _last_where(~data, start)  # the key's last delete so far
+    floor = last_where(~data, start)  # the key's last delete so far
     segment = np.maximum(floor + 1, start)
-    first_data = _next_where(data)[segment]
+    first_data = next_where(data)[segment]
     exists = first_data <= positions
     if config.engine is MergeEngine.FIRST_ROW:
         return ScannedStates(order, code, sorted_rows.take(pa.array(np.where(exists, first_data, positions))), exists, last)
@@ -201,109 +161,9 @@ def scan_states(
             columns.append(column.combine_chunks())
             continue
         valid = data & ~np.asarray(pc.is_null(column).to_numpy(zero_copy_only=False), dtype=bool)
-        at = _last_where(valid, segment)
-        columns.append(_take(column, at))
+        at = last_where(valid, segment)
+        columns.append(take_or_null(column, at))
     return ScannedStates(order, code, pa.Table.from_arrays(columns, schema=rows.schema), exists, last)
-
-
-def _aggregate(
-    config: MergeConfig,
-    rows: pa.Table,
-    keys: Sequence[str],
-    data: npt.NDArray[np.bool_],
-    is_base: npt.NDArray[np.bool_],
-    start: npt.NDArray[np.int64],
-) -> tuple[pa.Table, npt.NDArray[np.bool_]]:
-    """Per position, each column's aggregate over its key's rows so far. A key exists once it
-    has a data row; deletes retract (or are ignored per column)."""
-    exists = _last_where(data, start) >= 0
-    had_row = exists  # at a delete, whether a data row came before it
-    columns = []
-    for name in rows.column_names:
-        column = rows.column(name)
-        if name in keys:
-            columns.append(column.combine_chunks())
-            continue
-        function = config.function(name)
-        # A retraction takes back what the key holds: before its first row there is nothing.
-        retract = ~data & had_row & ~(config.ignore_delete or name in config.ignore_retract)
-        present = ~np.asarray(pc.is_null(column).to_numpy(zero_copy_only=False), dtype=bool)
-        columns.append(
-            _aggregate_column(
-                function, column, data, retract & present, present, is_base, start, config.delimiters.get(name, ",")
-            )
-        )
-    return pa.Table.from_arrays(columns, schema=rows.schema), exists
-
-
-def _aggregate_column(
-    function: str,
-    column: pa.ChunkedArray,
-    data: npt.NDArray[np.bool_],
-    retract: npt.NDArray[np.bool_],
-    present: npt.NDArray[np.bool_],
-    is_base: npt.NDArray[np.bool_],
-    start: npt.NDArray[np.int64],
-    delimiter: str,
-) -> pa.Array:
-    n = len(column)
-    added = data & present
-    if function in ("sum", "count"):
-        if function == "sum":
-            values = np.asarray(column.fill_null(0).to_numpy(zero_copy_only=False))
-            delta = np.where(added, values, 0) - np.where(retract, values, 0)
-        else:  # a base row holds the count so far; a change row counts as one
-            base_value = np.asarray(column.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
-            delta = np.where(added, np.where(is_base, base_value, 1), 0) - np.where(retract, 1, 0)
-        total = np.cumsum(delta)
-        offset = np.where(start > 0, total[np.maximum(start - 1, 0)], 0) if n else total
-        counted = np.cumsum((added | retract).astype(np.int64))
-        seen = counted - np.where(start > 0, counted[np.maximum(start - 1, 0)], 0) if n else counted
-        result = pa.array(total - offset).cast(column.type, safe=False)
-        if function == "count":  # how many values the key got: 0, not null, when none
-            return result
-        return pc.if_else(pa.array(seen > 0), result, pa.nulls(n, column.type))
-    if function == "first_value":
-        return _take(column, np.where(_last_where(data, start) >= 0, _next_where(data)[start], -1))
-    if function == "last_value":
-        at = _last_where(data | retract, start)
-        keep_value = (at >= 0) & data[np.maximum(at, 0)]
-        return _take(column, np.where(keep_value, at, -1))
-    if function == "last_non_null_value":
-        value_at = _last_where(added, start)
-        retracted_at = _last_where(retract, start)
-        return _take(column, np.where(value_at > retracted_at, value_at, -1))
-    if function == "listagg":
-        text = pc.if_else(pa.array(added), column, pa.nulls(n, column.type)).combine_chunks()
-        return _prefix_join(text, start, delimiter)
-    # min, max, bool_and, bool_or: over the data rows' values (no retraction, checked at create)
-    ranks = pc.rank(column, sort_keys="ascending", null_placement="at_end", tiebreaker="dense")
-    ranked = np.asarray(ranks.to_numpy(zero_copy_only=False), dtype=np.int64)
-    by_rank = pc.take(column, pc.sort_indices(column, null_placement="at_end"))
-    distinct = pc.unique(by_rank.filter(pc.is_valid(by_rank)))
-    wanted_min = function in ("min", "bool_and")
-    big = np.int64(len(distinct) + 1)
-    values = np.where(added, ranked, big if wanted_min else np.int64(0))
-    best = np.asarray(_segmented_scan(values, start, np.minimum if wanted_min else np.maximum), dtype=np.int64)
-    valid = (best != big) if wanted_min else (best != 0)
-    return _take(pa.chunked_array([distinct]), np.where(valid, best - 1, -1))
-
-
-def _prefix_join(text: pa.Array, start: npt.NDArray[np.int64], delimiter: str) -> pa.Array:
-    """Per position, the non-null strings of its key so far, joined (Hillis-Steele on strings)."""
-    result = text
-    n = len(text)
-    index = np.arange(n, dtype=np.int64)
-    step = 1
-    while step < n:
-        inside = pa.array(index - step >= start)
-        shifted = pa.concat_arrays([pa.nulls(step, text.type), result.slice(0, n - step)])
-        # "emit_null" and coalesce: pyarrow 20's null_handling="skip" returns a short array
-        # when an input is a slice (a length of 2 for 3 rows)
-        joined = pc.binary_join_element_wise(shifted, result, pa.scalar(delimiter, text.type), null_handling="emit_null")
-        result = pc.if_else(inside, pc.coalesce(joined, result, shifted), result)
-        step *= 2
-    return result
 
 
 def merge_by_engine(

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from mixed_iceberg.exceptions import PropertyError
+from mixed_iceberg.arrow_types import iceberg_type, type_name
+from mixed_iceberg.exceptions import MixedIcebergError, PropertyError
 from mixed_iceberg.options import IGNORE_DELETE, MERGE_ENGINE, SEQUENCE_FIELD
 
 __all__ = ["AGGREGATE_FUNCTIONS", "RETRACTABLE", "MergeConfig", "MergeEngine", "validate_merge_properties"]
@@ -39,6 +40,41 @@ AGGREGATE_FUNCTIONS = (
 )
 RETRACTABLE = frozenset({"sum", "count", "last_value", "last_non_null_value"})
 _DEFAULT_FUNCTION = "last_non_null_value"
+
+
+_ORDERED = "boolean, int, long, float, double, decimal, date, time, timestamp, timestamptz, string, binary, fixed"
+
+
+def _numeric(kind: pa.DataType) -> bool:
+    return bool(pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind))
+
+
+def _ordered(kind: pa.DataType) -> bool:
+    """A primitive Arrow sorts in the order its Iceberg type has (a uuid's is not settled)."""
+    t = pa.types
+    nested = t.is_list(kind) or t.is_large_list(kind) or t.is_fixed_size_list(kind) or t.is_map(kind) or t.is_struct(kind)
+    return not nested and not isinstance(kind, pa.BaseExtensionType)
+
+
+#: Functions that take some types only: (the types, as a message names them; the check).
+#: The others (last_value, last_non_null_value, first_value) take every type, nested ones too.
+_TAKES: dict[str, tuple[str, Callable[[pa.DataType], bool]]] = {
+    "sum": ("numeric (int, long, float, double, decimal)", _numeric),
+    "count": ("integer (int, long)", pa.types.is_integer),
+    "min": (f"ordered primitive ({_ORDERED})", _ordered),
+    "max": (f"ordered primitive ({_ORDERED})", _ordered),
+    "bool_and": ("boolean", pa.types.is_boolean),
+    "bool_or": ("boolean", pa.types.is_boolean),
+    "listagg": ("string", lambda kind: pa.types.is_string(kind) or pa.types.is_large_string(kind)),
+}
+
+
+def _iceberg_name(kind: pa.DataType) -> str:
+    """Iceberg's name of a column's type (``list<int>``), as messages give types."""
+    try:
+        return type_name(iceberg_type(kind))
+    except MixedIcebergError:
+        return str(kind)
 
 
 class MergeEngine(enum.Enum):
@@ -130,6 +166,11 @@ class MergeConfig:
     ) -> None:
         if self.sequence_field is not None and self.engine is not MergeEngine.DEDUPLICATE:
             raise PropertyError(f"{where}{SEQUENCE_KEY} needs {ENGINE_KEY}=deduplicate, found {self.engine.value}")
+        if self.sequence_field is not None and not _ordered(columns[self.sequence_field]):
+            raise PropertyError(
+                f"{where}property {SEQUENCE_KEY!r}: expected a column of an ordered primitive type ({_ORDERED}), "
+                f"found {self.sequence_field!r} of type {_iceberg_name(columns[self.sequence_field])}"
+            )
         if self.functions and self.engine is not MergeEngine.AGGREGATION:
             raise PropertyError(
                 f"{where}fields.<column>.aggregate-function needs {ENGINE_KEY}=aggregation, found {self.engine.value}"
@@ -153,13 +194,11 @@ class MergeConfig:
                     f"{where}aggregate {function} of column {column!r} cannot take back a value a -U or -D retracts; "
                     f"expected fields.{column}.ignore-retract=true or {IGNORE_DELETE_KEY}=true"
                 )
-            numeric = pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype)
-            if function in ("sum", "count") and not numeric:
-                raise PropertyError(f"{where}aggregate {function} of column {column!r} needs a numeric column, found {dtype}")
-            if function in ("bool_and", "bool_or") and not pa.types.is_boolean(dtype):
-                raise PropertyError(f"{where}aggregate {function} of column {column!r} needs a boolean column, found {dtype}")
-            if function == "listagg" and not (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
-                raise PropertyError(f"{where}aggregate listagg of column {column!r} needs a string column, found {dtype}")
+            takes = _TAKES.get(function)
+            if takes is not None and not takes[1](dtype):
+                raise PropertyError(
+                    f"{where}aggregate {function} of column {column!r} takes {takes[0]} columns, found {_iceberg_name(dtype)}"
+                )
 
 
 def validate_merge_properties(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from mixed_iceberg import MixedCatalog
@@ -137,3 +139,72 @@ def test_aggregation_count_listagg_and_last_value_over_nulls(catalog: MixedCatal
     assert rows_of(table.scan().to_arrow()) == [(1, "x,y", 1, None), (2, None, 1, None)]
     table.optimizing.run("full")
     assert rows_of(table.scan().to_arrow()) == [(1, "x,y", 1, None), (2, None, 1, None)]
+
+
+_TYPED = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("tags", pa.large_list(pa.field("element", pa.large_string()))),
+        pa.field("point", pa.struct([pa.field("x", pa.float64())])),
+        pa.field("attrs", pa.map_(pa.large_string(), pa.int64())),
+        pa.field("ref", pa.uuid()),
+        pa.field("ratio", pa.float64()),
+        pa.field("amount", pa.decimal128(9, 2)),
+        pa.field("name", pa.large_string()),
+        pa.field("flag", pa.bool_()),
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("column", "function", "takes", "found"),
+    [
+        ("tags", "max", "ordered primitive", "list<string>"),
+        ("point", "min", "ordered primitive", "struct<x: double>"),
+        ("ref", "max", "ordered primitive", "uuid"),
+        ("attrs", "sum", "numeric", "map<string, long>"),
+        ("name", "sum", "numeric", "string"),
+        ("ratio", "count", "integer", "double"),
+        ("amount", "count", "integer", "decimal(9, 2)"),
+        ("tags", "listagg", "string", "list<string>"),
+        ("flag", "listagg", "string", "boolean"),
+        ("ratio", "bool_or", "boolean", "double"),
+    ],
+)
+def test_an_aggregate_function_refuses_a_type_it_cannot_take_naming_column_function_and_types(
+    catalog: MixedCatalog, column: str, function: str, takes: str, found: str
+) -> None:
+    properties = {
+        "merge-engine": "aggregation",
+        f"fields.{column}.aggregate-function": function,
+        f"fields.{column}.ignore-retract": "true",
+    }
+    with pytest.raises(
+        PropertyError, match=rf"aggregate {function} of column '{column}' takes {takes}.*found {re.escape(found)}$"
+    ):
+        catalog.create_table(f"db.m{next(_names)}", _TYPED, primary_key=["id"], properties=properties)
+
+
+def test_functions_that_take_every_type_are_accepted_on_nested_and_uuid_columns(catalog: MixedCatalog) -> None:
+    properties = {
+        "merge-engine": "aggregation",
+        "fields.tags.aggregate-function": "last_value",
+        "fields.point.aggregate-function": "first_value",
+        "fields.point.ignore-retract": "true",
+        "fields.attrs.aggregate-function": "last_non_null_value",
+        "fields.ref.aggregate-function": "last_value",
+        "fields.ratio.aggregate-function": "sum",
+        "fields.amount.aggregate-function": "sum",
+        "fields.name.aggregate-function": "min",
+        "fields.name.ignore-retract": "true",
+        "fields.flag.aggregate-function": "max",
+        "fields.flag.ignore-retract": "true",
+    }
+    table = catalog.create_table("db.every_function", _TYPED, primary_key=["id"], properties=properties)
+    assert table.merge_config.function("point") == "first_value"
+
+
+@pytest.mark.parametrize(("column", "found"), [("tags", "list<string>"), ("point", "struct<x: double>"), ("ref", "uuid")])
+def test_sequence_field_refuses_nested_and_uuid_columns(catalog: MixedCatalog, column: str, found: str) -> None:
+    with pytest.raises(PropertyError, match=rf"sequence.field.*ordered primitive.*'{column}' of type {re.escape(found)}"):
+        catalog.create_table(f"db.m{next(_names)}", _TYPED, primary_key=["id"], properties={"sequence.field": column})

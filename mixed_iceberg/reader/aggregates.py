@@ -1,0 +1,182 @@
+"""The ``aggregation`` merge engine: per column, a function folds a key's rows. Pure Arrow and NumPy.
+
+Each function gives, per position of rows sorted by key then order, the column's aggregate over
+the key's rows so far (see :func:`aggregate`); the types each takes are checked at create
+(:mod:`mixed_iceberg.reader.merge_options`).
+"""
+
+from __future__ import annotations
+
+import decimal
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mixed_iceberg.reader.merge_options import MergeConfig
+from mixed_iceberg.reader.segments import last_where, next_where, segmented_scan, take_or_null
+
+__all__ = ["aggregate"]
+
+
+def aggregate(
+    config: MergeConfig,
+    rows: pa.Table,
+    keys: Sequence[str],
+    data: npt.NDArray[np.bool_],
+    is_base: npt.NDArray[np.bool_],
+    start: npt.NDArray[np.int64],
+) -> tuple[pa.Table, npt.NDArray[np.bool_]]:
+    """Per position, each column's aggregate over its key's rows so far. A key exists once it
+    has a data row; deletes retract (or are ignored per column)."""
+    exists = last_where(data, start) >= 0
+    had_row = exists  # at a delete, whether a data row came before it
+    columns = []
+    for name in rows.column_names:
+        column = rows.column(name)
+        if name in keys:
+            columns.append(column.combine_chunks())
+            continue
+        function = config.function(name)
+        # A retraction takes back what the key holds: before its first row there is nothing.
+        retract = ~data & had_row & (not (config.ignore_delete or name in config.ignore_retract))
+        present = ~np.asarray(pc.is_null(column).to_numpy(zero_copy_only=False), dtype=bool)
+        columns.append(
+            _aggregate_column(
+                function, column, data, retract & present, present, is_base, start, config.delimiters.get(name, ",")
+            )
+        )
+    return pa.Table.from_arrays(columns, schema=rows.schema), exists
+
+
+def _aggregate_column(
+    function: str,
+    column: pa.ChunkedArray,
+    data: npt.NDArray[np.bool_],
+    retract: npt.NDArray[np.bool_],
+    present: npt.NDArray[np.bool_],
+    is_base: npt.NDArray[np.bool_],
+    start: npt.NDArray[np.int64],
+    delimiter: str,
+) -> pa.Array:
+    n = len(column)
+    added = data & present
+    if function == "count":  # a base row holds the count so far; a change row counts as one
+        base_value = np.asarray(pc.cast(column.fill_null(0), pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+        delta = np.where(added, np.where(is_base, base_value, 1), 0) - np.where(retract, 1, 0)
+        # how many values the key got: 0, not null, when none; wraps as Java's int does
+        return pa.array(_prefix_sums(delta, start)).cast(column.type, safe=False)
+    if function == "sum":
+        seen = _prefix_sums((added | retract).astype(np.int64), start) > 0
+        return _sum(column, added, retract, start, seen)
+    if function == "first_value":
+        return take_or_null(column, np.where(last_where(data, start) >= 0, next_where(data)[start], -1))
+    if function == "last_value":
+        at = last_where(data | retract, start)
+        keep_value = (at >= 0) & data[np.maximum(at, 0)]
+        return take_or_null(column, np.where(keep_value, at, -1))
+    if function == "last_non_null_value":
+        value_at = last_where(added, start)
+        retracted_at = last_where(retract, start)
+        return take_or_null(column, np.where(value_at > retracted_at, value_at, -1))
+    if function == "listagg":
+        text = pc.if_else(pa.array(added), column, pa.nulls(n, column.type)).combine_chunks()
+        return _prefix_join(text, start, delimiter)
+    # min, max, bool_and, bool_or: over the data rows' values (no retraction, checked at create).
+    # Arrow's order (NaN above every number, -0.0 equal to 0.0); the best rank and, among equal
+    # ranks, the first (min) or last (max) position holding it, packed in one int64 and taken
+    # from the column itself.
+    ranks = pc.rank(column, sort_keys="ascending", null_placement="at_end", tiebreaker="dense")
+    ranked = np.asarray(ranks.to_numpy(zero_copy_only=False), dtype=np.int64)
+    positions = np.arange(n, dtype=np.int64)
+    packed = (ranked << 32) | positions
+    if function in ("min", "bool_and"):
+        none = np.iinfo(np.int64).max
+        best = np.asarray(segmented_scan(np.where(added, packed, none), start, np.minimum), dtype=np.int64)
+        return take_or_null(column, np.where(best != none, best & 0xFFFFFFFF, -1))
+    best = np.asarray(segmented_scan(np.where(added, packed, -1), start, np.maximum), dtype=np.int64)
+    return take_or_null(column, np.where(best >= 0, best & 0xFFFFFFFF, -1))
+
+
+def _prefix_sums(values: npt.NDArray[np.int64], start: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Per position, the sum of its key's ``values`` so far: one cumulative sum, less what came
+    before the key (exact, as integers wrap alike on both sides)."""
+    if len(values) == 0:
+        return values
+    total = np.cumsum(values)
+    offset = np.where(start > 0, total[np.maximum(start - 1, 0)], 0)
+    sums: npt.NDArray[np.int64] = total - offset
+    return sums
+
+
+#: A decimal sum runs in this precision (a decimal256 sum of two stays within Arrow's 76).
+_WIDE_PRECISION = 75
+
+
+def _sum(
+    column: pa.ChunkedArray,
+    added: npt.NDArray[np.bool_],
+    retract: npt.NDArray[np.bool_],
+    start: npt.NDArray[np.int64],
+    seen: npt.NDArray[np.bool_],
+) -> pa.Array:
+    """``sum`` per position: the key's added values less its retracted ones, null before any.
+
+    Integers wrap as Java's do (an int column's sum modulo 2^32). Floats are summed within each
+    key (log2 passes), never through a running total of the whole column, where a large value
+    of one key would swallow a small sum of the next. Decimals are summed exactly in decimal256
+    and a sum that leaves the column's precision is null (Paimon's decimal sum does the same).
+    """
+    n = len(column)
+    kind = column.type
+    if pa.types.is_decimal(kind):
+        wide = pa.decimal256(_WIDE_PRECISION, kind.scale)
+        values = column.combine_chunks().cast(wide)
+        zero = pa.scalar(0, pa.int64()).cast(wide)
+        signed = pc.if_else(pa.array(added), values, pc.if_else(pa.array(retract), pc.negate(values), zero))
+        total = _segmented_sum(pc.fill_null(signed, zero), start)
+        fits = pc.less(pc.abs(total), pa.scalar(decimal.Decimal(10 ** (kind.precision - kind.scale)), wide))
+        return pc.if_else(pc.and_(pa.array(seen), fits), total.cast(kind, safe=False), pa.nulls(n, kind))
+    values = np.asarray(column.fill_null(0).to_numpy(zero_copy_only=False))
+    if pa.types.is_floating(kind):
+        zero = values.dtype.type(0)
+        signed = np.where(added, values, zero) - np.where(retract, values, zero)
+        sums: npt.NDArray[np.generic] = segmented_scan(signed, start, np.add)
+    else:
+        wide_values = values.astype(np.int64)
+        sums = _prefix_sums(np.where(added, wide_values, 0) - np.where(retract, wide_values, 0), start)
+    return pc.if_else(pa.array(seen), pa.array(sums).cast(kind, safe=False), pa.nulls(n, kind))
+
+
+def _segmented_sum(values: pa.Array, start: npt.NDArray[np.int64]) -> pa.Array:
+    """:func:`segmented_scan` of ``np.add`` over an Arrow decimal array, in its own type."""
+    result = values
+    n = len(values)
+    index = np.arange(n, dtype=np.int64)
+    step = 1
+    while step < n:
+        inside = pa.array(index - step >= start)
+        shifted = pa.concat_arrays([pa.nulls(step, values.type), result.slice(0, n - step)])
+        added = pc.add(shifted, result).cast(values.type)  # decimal256(p+1): back to p, exact
+        result = pc.if_else(inside, added, result)
+        step *= 2
+    return result
+
+
+def _prefix_join(text: pa.Array, start: npt.NDArray[np.int64], delimiter: str) -> pa.Array:
+    """Per position, the non-null strings of its key so far, joined (Hillis-Steele on strings)."""
+    result = text
+    n = len(text)
+    index = np.arange(n, dtype=np.int64)
+    step = 1
+    while step < n:
+        inside = pa.array(index - step >= start)
+        shifted = pa.concat_arrays([pa.nulls(step, text.type), result.slice(0, n - step)])
+        # "emit_null" and coalesce: pyarrow 20's null_handling="skip" returns a short array
+        # when an input is a slice (a length of 2 for 3 rows)
+        joined = pc.binary_join_element_wise(shifted, result, pa.scalar(delimiter, text.type), null_handling="emit_null")
+        result = pc.if_else(inside, pc.coalesce(joined, result, shifted), result)
+        step *= 2
+    return result

@@ -1,0 +1,59 @@
+"""Scans within keys over rows sorted by key: the building blocks of the merge engines. Pure
+NumPy, and an Arrow take.
+
+``start`` gives, per position, where its key's rows begin; every function here works within
+those segments at once (no loop over keys).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+__all__ = ["last_where", "next_where", "segmented_scan", "take_or_null"]
+
+
+def last_where(condition: npt.NDArray[np.bool_], start: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Per position, the last position at or before it, in its key, where ``condition`` holds (-1: none)."""
+    positions = np.where(condition, np.arange(len(condition), dtype=np.int64), -1)
+    running = np.maximum.accumulate(positions) if len(positions) else positions
+    return np.where(running >= start, running, -1)
+
+
+def next_where(condition: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+    """Per position, the first position at or after it where ``condition`` holds (n: none); one extra slot."""
+    n = len(condition)
+    positions = np.where(condition, np.arange(n, dtype=np.int64), n)
+    running = np.minimum.accumulate(positions[::-1])[::-1] if n else positions
+    return np.concatenate([running, [n]])
+
+
+def take_or_null(column: pa.ChunkedArray, at: npt.NDArray[np.int64]) -> pa.Array:
+    """``column[at]``, null where ``at`` is -1 (a null index takes a null: every type, a uuid
+    or a nested one too, which ``pc.if_else`` has no kernel for)."""
+    missing = at < 0
+    if len(column) == 0 or missing.all():
+        return pa.nulls(len(at), column.type)
+    taken = column.take(pa.array(at, mask=missing) if missing.any() else pa.array(at))
+    return taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken
+
+
+def segmented_scan(
+    values: npt.NDArray[np.float64] | npt.NDArray[np.int64],
+    start: npt.NDArray[np.int64],
+    op: Callable[[npt.NDArray[np.generic], npt.NDArray[np.generic]], npt.NDArray[np.generic]],
+) -> npt.NDArray[np.generic]:
+    """Inclusive scan of an associative ``op`` within each key (Hillis-Steele: log2 passes)."""
+    result = values.copy()
+    index = np.arange(len(values), dtype=np.int64)
+    step = 1
+    while step < len(values):
+        inside = index - step >= start
+        shifted = np.empty_like(result)
+        shifted[step:] = result[:-step]
+        result = np.where(inside, op(shifted, result), result)
+        step *= 2
+    return result
