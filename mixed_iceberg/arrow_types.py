@@ -55,7 +55,7 @@ from pyiceberg.types import (
 from mixed_iceberg._pyiceberg.schemas import to_iceberg_schema
 from mixed_iceberg.exceptions import InvalidSchemaError, SchemaMismatchError, UnsupportedColumnTypeError
 
-__all__ = ["conform_column", "creatable_schema", "iceberg_type", "type_name"]
+__all__ = ["conform_column", "creatable_schema", "empty_table", "iceberg_type", "type_name"]
 
 _UTC = {"UTC", "Etc/UTC", "+00:00", "Z", "utc", "GMT", "Etc/GMT"}
 
@@ -129,6 +129,13 @@ def _exact(kind: pa.DataType) -> pa.DataType:
             "string, binary, fixed, uuid, or a list, map or struct of them"
         )
     return kind
+
+
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """``schema.empty_table()`` for every schema a table has: pyarrow 20's builds each column
+    from an empty Python list, which a uuid inside a list, map or struct cannot take
+    (``ArrowNotImplementedError: extension``)."""
+    return pa.Table.from_arrays([pa.nulls(0, field.type) for field in schema], schema=schema)
 
 
 def _check_unique(names: Sequence[str], where: str) -> None:
@@ -300,6 +307,12 @@ def _check_required(column: pa.ChunkedArray, target: pa.Field, table: str) -> No
             raise SchemaMismatchError(f"{table}: field {where!r} is required; expected no nulls, found some")
 
 
+def _elements(array: pa.Array) -> pa.Array:
+    """The elements of the lists (or entries of the maps) of ``array``, sliced or not."""
+    start, end = (array.offsets[0].as_py(), array.offsets[-1].as_py()) if len(array) else (0, 0)
+    return array.values.slice(start, end - start)
+
+
 def _null_in_required(array: pa.Array, field: pa.Field, path: str) -> str | None:
     """The path of a required field of ``array`` (of ``field``'s type, or one that conforms to it:
     struct fields are found by name) that holds a null where its parent is valid."""
@@ -319,10 +332,10 @@ def _null_in_required(array: pa.Array, field: pa.Field, path: str) -> str | None
             if found is not None:
                 return found
     elif pa.types.is_large_list(kind) or pa.types.is_list(kind):
-        return _null_in_required(array.flatten(), kind.value_field, f"{path}.element")
+        # Not flatten(): pyarrow 20's cannot build a uuid nested in a list of lists.
+        return _null_in_required(_elements(array), kind.value_field, f"{path}.element")
     elif pa.types.is_map(kind):
-        start, end = (array.offsets[0].as_py(), array.offsets[-1].as_py()) if len(array) else (0, 0)
-        entries = array.values.slice(start, end - start)  # the entries of this (sliced) array's maps
+        entries = _elements(array)
         return _null_in_required(entries.field(0), kind.key_field, f"{path}.key") or _null_in_required(
             entries.field(1), kind.item_field, f"{path}.value"
         )

@@ -32,7 +32,7 @@ from mixed_iceberg.optimizing.key_index import IndexedFile, probe_hashes
 from mixed_iceberg.optimizing.key_index_store import remember_index, segment_index
 from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, OptimizingType, RewriteTask
 from mixed_iceberg.reader.engines import merge_by_engine
-from mixed_iceberg.reader.file_reads import deleted_positions, positions_by_file, remember_positions
+from mixed_iceberg.reader.file_reads import deleted_positions, positions_by_file, read_unmasked, remember_positions
 from mixed_iceberg.reader.merge import LSN, KeyedRows, keep_rows, latest_by_key
 from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.plan import ChangeFileRef
@@ -187,11 +187,32 @@ def _segment_keys(base: Table, segments: Sequence[BaseFile], keys: list[str]) ->
 
 
 def _alive_rows(
-    base: Table, segments: Sequence[BaseFile], columns: list[str], dead_masks: Mapping[str, npt.NDArray[np.bool_]]
+    base: Table, segments: Sequence[BaseFile], keys: list[str], dead_masks: Mapping[str, npt.NDArray[np.bool_]]
 ) -> tuple[pa.Table, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """``columns`` of the rows of ``segments`` no position delete removed (with their LSN), their
+    """``keys`` of the rows of ``segments`` no position delete removed (with their LSN), their
     positions across all segments (file order), and each segment's row count."""
-    found = _segment_keys(base, segments, columns)
+    return _alive(_segment_keys(base, segments, keys), segments, dead_masks)
+
+
+def _alive_whole_rows(
+    base: Table,
+    collected: CollectedTable,
+    segments: Sequence[BaseFile],
+    schema: Schema,
+    dead_masks: Mapping[str, npt.NDArray[np.bool_]],
+) -> tuple[pa.Table, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """:func:`_alive_rows` of every column of ``schema``, read by field id as every read path
+    reads them: a nested column in its table type (a raw Parquet read gives ``list`` and
+    ``string`` where the table has ``large_list`` and ``large_string``), a renamed one by id."""
+    tasks = [FileScanTask(collected.data_files[s.path].data_file) for s in segments]
+    rows, _ = read_unmasked(base, tasks, schema)  # deleted rows too: the dead masks are the task's own
+    return _alive(rows, segments, dead_masks)
+
+
+def _alive(
+    found: pa.Table, segments: Sequence[BaseFile], dead_masks: Mapping[str, npt.NDArray[np.bool_]]
+) -> tuple[pa.Table, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The rows of ``found`` (every row of ``segments``, in file order) that are alive, with their LSN."""
     counts = np.fromiter((s.records for s in segments), dtype=np.int64, count=len(segments))
     is_alive = np.concatenate([~dead_masks[s.path] if s.path in dead_masks else np.ones(s.records, bool) for s in segments])
     alive = np.flatnonzero(is_alive)
@@ -231,6 +252,7 @@ def _indexed_rows(
 
 def _merge_by_engine(
     table: TableHandle,
+    collected: CollectedTable,
     config: MergeConfig,
     data: pa.Table,
     inserts: pa.Table,
@@ -247,7 +269,8 @@ def _merge_by_engine(
     alive = np.empty(0, np.int64)
     counts = np.zeros(0, np.int64)
     if segments:
-        rows, alive, counts = _alive_rows(table.base_store, segments, columns, dead_masks)
+        schema = table.schema().select(*columns)
+        rows, alive, counts = _alive_whole_rows(table.base_store, collected, segments, schema, dead_masks)
         settled.append(rows)
     masks, merged = merge_by_engine(config, keys, settled, inserts.select(data.column_names), deletes, LSN)
     survivors = pa.concat_tables([keep_rows(data, masks[0]).drop_columns([LSN]), merged.select(columns)])
@@ -332,7 +355,7 @@ def execute_task(
             deletes = read_change_rows(io, schema, [r for r in refs if r.is_delete], wanted, AlwaysTrue(), schemas=history)
         if inserts is not None and deletes is not None and not config.is_default:
             output.rows_in = data.num_rows + inserts.num_rows + deletes.num_rows
-            merged, kills = _merge_by_engine(table, config, data, inserts, deletes, segments, dead_masks)
+            merged, kills = _merge_by_engine(table, collected, config, data, inserts, deletes, segments, dead_masks)
             survivors = [merged]
         elif inserts is not None and deletes is not None:
             output.rows_in = data.num_rows + inserts.num_rows + deletes.num_rows

@@ -28,6 +28,7 @@ from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import ArrowAccessor, ArrowProjectionVisitor, expression_to_pyarrow, pyarrow_to_schema
 from pyiceberg.schema import Schema, prune_columns, visit_with_partner
 
+from mixed_iceberg.arrow_types import empty_table
 from mixed_iceberg.caching import IdentityCache
 from mixed_iceberg.reader.field_ids import fits_by_name, history_fits_by_name
 from mixed_iceberg.reader.file_reads import filesystem_for
@@ -172,7 +173,7 @@ def _projected(filesystem: pa.fs.FileSystem, path: str, requested: Schema) -> pa
         ids = {f.field_id for f in requested.fields}
         present = [f.name for f in file_schema.fields if f.field_id in ids]
         rows = parquet.read(columns=present)
-    empty = arrow_schema(requested, field_ids=False).empty_table()
+    empty = empty_table(arrow_schema(requested, field_ids=False))
     batches = [
         pa.RecordBatch.from_struct_array(
             visit_with_partner(requested, batch, ArrowProjectionVisitor(file_schema), ArrowAccessor(file_schema))

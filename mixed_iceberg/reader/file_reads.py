@@ -32,7 +32,9 @@ from pyiceberg.io.pyarrow import ArrowScan, PyArrowFileIO, expression_to_pyarrow
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.table import FileScanTask, Table
+from pyiceberg.types import UUIDType
 
+from mixed_iceberg.arrow_types import empty_table
 from mixed_iceberg.caching import LruCache
 from mixed_iceberg.exceptions import CorruptTableError
 from mixed_iceberg.reader.field_ids import history_fits_by_name
@@ -220,7 +222,11 @@ def read_files(store: Table, tasks: Sequence[FileScanTask], projected: Schema, r
         wanted = extract_field_ids(bound) | {f.field_id for f in projected.fields}
         read_schema = prune_columns(store.schema(), wanted, select_full_types=True)
         condition = expression_to_pyarrow(bind(read_schema, row_filter, case_sensitive=True), read_schema)
-        clean = [i for i, t in enumerate(tasks) if not t.delete_files]
+        # pyarrow 20's Parquet scan simplifies a filter with each row group's statistics and
+        # has no kernel to compare uuids by (pyiceberg's own scan fails the same way): a filter
+        # on a uuid column is evaluated on the rows read instead.
+        on_uuid = any(isinstance(store.schema().find_type(i), UUIDType) for i in extract_field_ids(bound))
+        clean = [] if on_uuid else [i for i, t in enumerate(tasks) if not t.delete_files]
     else:
         read_schema, condition, clean = projected, None, []
     names = [f.name for f in projected.fields]
@@ -240,7 +246,7 @@ def read_files(store: Table, tasks: Sequence[FileScanTask], projected: Schema, r
     if len(pieces) == 1:
         return pieces[0]
     if not pieces:
-        return FileRows(schema_to_pyarrow(projected, include_field_ids=False).empty_table(), Runs.empty(), None)
+        return FileRows(empty_table(schema_to_pyarrow(projected, include_field_ids=False)), Runs.empty(), None)
     masks = [p.keep if p.keep is not None else np.ones(p.rows.num_rows, dtype=bool) for p in pieces]
     return FileRows(
         pa.concat_tables([p.rows for p in pieces], promote_options="permissive"),

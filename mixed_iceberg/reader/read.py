@@ -20,6 +20,7 @@ from pyiceberg.manifest import DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
 
+from mixed_iceberg.arrow_types import empty_table
 from mixed_iceberg.reader.change_files import change_file_schemas, read_change_files
 from mixed_iceberg.reader.file_reads import filesystem_for, read_data_files, read_files
 from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, keep_rows, pack_lsn
@@ -57,7 +58,7 @@ def read_change_rows(
         CorruptFileError: a change file does not parse, or is gone (``MissingFileError``).
     """
     if not refs:
-        empty = change_file_schemas(schema).by_name.empty_table().select([*columns, FILE_OFFSET_FIELD.name])
+        empty = empty_table(change_file_schemas(schema).by_name).select([*columns, FILE_OFFSET_FIELD.name])
         return _tag_change(empty, np.empty(0, np.int64), np.empty(0, np.int64))
     # By field id: files of the current schema in one dataset scan, the others projected.
     with locating(io, lambda: [ExpectedFile(ref.path, CHANGE_FILE, records=ref.record_count) for ref in refs]):
@@ -159,7 +160,7 @@ def _base_rows(
             return read_files(base, tasks, projected, row_filter).kept()
         if tasks:
             return read_data_files(base, tasks, projected, row_filter)
-        return arrow_schema(projected, field_ids=False).empty_table()
+        return empty_table(arrow_schema(projected, field_ids=False))
     if maskable:
         rows, keep = read_base_unmasked(base, tasks, transaction_ids, projected, row_filter)
         return rows if keep is None else keep_rows(rows, keep)
@@ -172,5 +173,5 @@ def _base_rows(
         rows = read_data_files(base, group, projected, row_filter)
         tables.append(rows.append_column(LSN, pa.array(np.repeat(base_lsn([tx]), rows.num_rows))))
     if not tables:
-        return arrow_schema(projected, field_ids=False).empty_table().append_column(LSN, pa.array([], pa.int64()))
+        return empty_table(arrow_schema(projected, field_ids=False)).append_column(LSN, pa.array([], pa.int64()))
     return pa.concat_tables(tables, promote_options="permissive")

@@ -22,6 +22,8 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from mixed_iceberg.arrow_types import empty_table
+
 __all__ = ["SMALL_FILE_ROWS", "SMALL_READ_ROWS", "are_small", "read_small_files"]
 
 #: Mean rows per file up to which files are read one by one (a 1 MB fragment of the peers
@@ -53,7 +55,7 @@ def read_small_files(
         pieces.append(_conform(rows, target))
     counts = np.fromiter((piece.num_rows for piece in pieces), dtype=np.int64, count=len(pieces))
     if not pieces:
-        return target.empty_table(), counts
+        return empty_table(target), counts
     return pa.concat_tables(pieces), counts
 
 

@@ -37,6 +37,7 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
 
+from mixed_iceberg.arrow_types import empty_table
 from mixed_iceberg.store.damage import expected, locating
 from mixed_iceberg.store.manifests.delete_index import DeleteIndex
 from mixed_iceberg.store.manifests.live_files import LiveFile, live_files
@@ -101,7 +102,7 @@ def scan_with_equality_deletes(
     projection = full_schema if "*" in selected_fields else full_schema.select(*selected_fields, case_sensitive=case_sensitive)
     snapshot = table.metadata.snapshot_by_id(snapshot_id) if snapshot_id is not None else table.metadata.current_snapshot()
     if snapshot is None:
-        return schema_to_pyarrow(projection, include_field_ids=False).empty_table()
+        return empty_table(schema_to_pyarrow(projection, include_field_ids=False))
     data = live_files(table, snapshot, scan.row_filter, keep=lambda f: f.content == DataFileContent.DATA)
     # Delete files are pruned by partition only: their column bounds need not be those of the rows
     # they delete (an equality delete file may carry other columns than its key).
@@ -162,7 +163,7 @@ def _read_with_deletes(
             )
         results.append(rows.select([field.name for field in projection.fields]))
     if not results:
-        return schema_to_pyarrow(projection, include_field_ids=False).empty_table()
+        return empty_table(schema_to_pyarrow(projection, include_field_ids=False))
     return pa.concat_tables(results, promote_options="permissive")
 
 

@@ -12,7 +12,7 @@ import datetime
 import decimal
 import math
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -215,7 +215,7 @@ def _storage(kind: pa.DataType) -> pa.DataType:
     return kind
 
 
-def arrow_array(items: list[Any], kind: pa.DataType) -> pa.Array:
+def arrow_array(items: Sequence[Any], kind: pa.DataType) -> pa.Array:
     """``pa.array(items, type=kind)``, also where a uuid sits inside a list, map or struct
     (pyarrow 20 builds extension types from Python values at the top level only)."""
     storage = _storage(kind)
@@ -223,7 +223,7 @@ def arrow_array(items: list[Any], kind: pa.DataType) -> pa.Array:
     return built if storage == kind else built.cast(kind)
 
 
-def arrow_table(rows: list[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+def arrow_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
     """``pa.Table.from_pylist(rows, schema)`` through :func:`arrow_array` (a missing key is null)."""
     columns = [arrow_array([row.get(f.name) for row in rows], f.type) for f in schema]
     return pa.Table.from_arrays(columns, schema=schema)
