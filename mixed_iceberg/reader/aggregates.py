@@ -142,8 +142,9 @@ def _sum(
     values = np.asarray(column.fill_null(0).to_numpy(zero_copy_only=False))
     if pa.types.is_floating(kind):
         zero = values.dtype.type(0)
-        signed = np.where(added, values, zero) - np.where(retract, values, zero)
-        sums: npt.NDArray[np.generic] = segmented_scan(signed, start, np.add)
+        with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf is NaN, a sum past the range inf: IEEE's answers
+            signed = np.where(added, values, zero) - np.where(retract, values, zero)
+            sums: npt.NDArray[np.generic] = segmented_scan(signed, start, np.add)
     else:
         wide_values = values.astype(np.int64)
         sums = _prefix_sums(np.where(added, wide_values, 0) - np.where(retract, wide_values, 0), start)

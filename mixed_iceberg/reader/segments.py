@@ -52,7 +52,7 @@ def segmented_scan(
     step = 1
     while step < len(values):
         inside = index - step >= start
-        shifted = np.empty_like(result)
+        shifted = result.copy()  # the first ``step`` are outside every key's reach; not garbage, which op could trip on
         shifted[step:] = result[:-step]
         result = np.where(inside, op(shifted, result), result)
         step *= 2

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -130,3 +131,16 @@ def test_min_and_max_take_a_value_of_the_key_in_arrows_order(data: st.DataObject
     pick = min if function == "min" else max
     expected = {k: canonical(pick(v, key=_order) if v else None) for k, v in seen.items()}
     assert _merged(kind, function, rows, ignore_retract=True) == expected
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ([math.inf, -math.inf, 1.0], ("NaN",)),  # IEEE's answer, without a numpy warning (an error under -W error)
+        ([1e308, 1e308], math.inf),
+        ([math.nan, 1.0], ("NaN",)),
+    ],
+)
+def test_float_sums_give_ieee_answers_without_warnings(values: list[float], expected: Any) -> None:
+    rows: list[Row] = [(True, 0, v) for v in values] + [(True, 1, 1.0), (True, 1, 2.0)]
+    assert _merged(pa.float64(), "sum", rows, ignore_retract=False) == {0: expected, 1: 3.0}
