@@ -103,7 +103,7 @@ def _json_type(kind: pa.DataType, fmt: CdcFormat) -> pa.DataType:
 
 
 def _binary(kind: pa.DataType) -> bool:
-    return pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind)
+    return bool(pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind))
 
 
 def _changelog_json_type(kind: pa.DataType) -> pa.DataType:

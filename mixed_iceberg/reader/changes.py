@@ -34,6 +34,7 @@ from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
 from mixed_iceberg.exceptions import InvalidScanError, NoSuchSnapshotError, NotKeyedTableError, SnapshotExpiredError
 from mixed_iceberg.reader.change_timeline import Timeline, plan_timeline
 from mixed_iceberg.reader.engines import scan_states
+from mixed_iceberg.reader.equality import equal_rows
 from mixed_iceberg.reader.filters import split_filter
 from mixed_iceberg.reader.merge import LSN, KeyIndex, key_codes
 from mixed_iceberg.reader.merge_options import MergeConfig
@@ -107,17 +108,9 @@ def derive_actions(
 
 
 def _equal_rows(states: pa.Table, left: npt.NDArray[np.int64], right: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-    """Whether the states at ``left`` and ``right`` are equal in every column (nulls equal)."""
-    same = np.ones(len(left), dtype=bool)
-    if len(left) == 0:
-        return same
-    a = states.take(pa.array(np.maximum(left, 0)))
-    b = states.take(pa.array(np.maximum(right, 0)))
-    for name in states.column_names:
-        x, y = a.column(name), b.column(name)
-        equal = pc.or_kleene(pc.equal(x, y), pc.and_(pc.is_null(x), pc.is_null(y)))
-        same &= np.asarray(pc.fill_null(equal, False).to_numpy(zero_copy_only=False), dtype=bool)
-    return same
+    """Whether the states at ``left`` and ``right`` are equal in every column (nulls equal,
+    nested columns too: :mod:`mixed_iceberg.reader.equality`)."""
+    return equal_rows(states, states, np.maximum(left, 0), np.maximum(right, 0))
 
 
 def _empty(changes: pa.Table, columns: list[str]) -> pa.Table:
@@ -128,7 +121,7 @@ def _empty(changes: pa.Table, columns: list[str]) -> pa.Table:
 def _rows_equal(left: pa.Table, right: pa.Table) -> npt.NDArray[np.bool_]:
     """Whether ``left`` and ``right`` (equally long, the same columns) are equal row by row."""
     positions = np.arange(left.num_rows, dtype=np.int64)
-    return _equal_rows(pa.concat_tables([left, right]), positions, positions + left.num_rows)
+    return equal_rows(left, right, positions, positions)
 
 
 class ChangeScan:
