@@ -208,3 +208,17 @@ def test_functions_that_take_every_type_are_accepted_on_nested_and_uuid_columns(
 def test_sequence_field_refuses_nested_and_uuid_columns(catalog: MixedCatalog, column: str, found: str) -> None:
     with pytest.raises(PropertyError, match=rf"sequence.field.*ordered primitive.*'{column}' of type {re.escape(found)}"):
         catalog.create_table(f"db.m{next(_names)}", _TYPED, primary_key=["id"], properties={"sequence.field": column})
+
+
+def test_optimizing_a_merge_engine_table_after_a_rename_reads_its_base_rows_by_field_id(catalog: MixedCatalog) -> None:
+    """The engine path of optimizing read the BaseStore's rows by name: after a rename it found
+    no column ``aa`` in files that call it ``a`` (ArrowInvalid)."""
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("a", pa.int64()), pa.field("b", pa.large_string())])
+    table = catalog.create_table("db.renamed", schema, primary_key=["k"], properties={"merge-engine": "partial-update"})
+    table.bulk_load(pa.table({"k": [1], "a": [1], "b": ["x"]}, schema=schema))
+    with table.update_schema() as update:
+        update.rename_column("a", "aa")
+    with table.new_transaction() as txn:
+        txn.write(pa.table({"k": [1], "aa": pa.array([None], pa.int64()), "b": ["y"], "_change_action": ["+U"]}))
+    table.optimizing.run("minor")
+    assert table.scan().to_arrow().to_pylist() == [{"k": 1, "aa": 1, "b": "y"}]
