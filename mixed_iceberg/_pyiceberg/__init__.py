@@ -14,7 +14,8 @@ private names, and all of it lives here, so a pyiceberg release has one package 
 * :mod:`.transaction`: a transaction that re-checks before a retry, merge-append staging;
 * :mod:`.sql_catalog`: the SQL catalog that parses each metadata file once;
 * :mod:`.scan`: the manifest, partition and metrics evaluators of a scan plan;
-* :mod:`.parquet`: pyiceberg's Parquet writer options; :mod:`.schemas`: Arrow to Iceberg schemas.
+* :mod:`.parquet`: pyiceberg's Parquet writer options; :mod:`.schemas`: Arrow to Iceberg schemas;
+* :mod:`.arrow_filters`: row filters as pyarrow expressions, uuid comparisons included.
 
 No module outside this package imports an underscored pyiceberg name
 (``tests/unit/core/test_pyiceberg_seam.py`` checks). Importing it checks the pyiceberg version.

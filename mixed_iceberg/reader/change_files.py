@@ -25,9 +25,10 @@ import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import bind, extract_field_ids
 from pyiceberg.io import FileIO
-from pyiceberg.io.pyarrow import ArrowAccessor, ArrowProjectionVisitor, expression_to_pyarrow, pyarrow_to_schema
+from pyiceberg.io.pyarrow import ArrowAccessor, ArrowProjectionVisitor, pyarrow_to_schema
 from pyiceberg.schema import Schema, prune_columns, visit_with_partner
 
+from mixed_iceberg._pyiceberg.arrow_filters import arrow_filter
 from mixed_iceberg.arrow_types import empty_table
 from mixed_iceberg.caching import IdentityCache
 from mixed_iceberg.reader.field_ids import fits_by_name, history_fits_by_name
@@ -115,7 +116,7 @@ def read_change_files(
     expected = [schemas_of_file.with_ids.field(name) for name in wanted]
     condition = None
     if not isinstance(row_filter, AlwaysTrue):
-        condition = expression_to_pyarrow(bind(schema, row_filter, case_sensitive=True), schema)
+        condition = arrow_filter(bind(schema, row_filter, case_sensitive=True), schema)
     filesystem, _ = filesystem_for(io, paths[0])
     local = [filesystem_for(io, path)[1] for path in paths]
     fits = _always_fits(schema, wanted, expected, schemas)

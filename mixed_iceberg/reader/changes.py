@@ -27,9 +27,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, In, Reference
 from pyiceberg.expressions.visitors import bind
-from pyiceberg.io.pyarrow import expression_to_pyarrow
 from pyiceberg.table.snapshots import Snapshot
 
+from mixed_iceberg._pyiceberg.arrow_filters import arrow_filter
 from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
 from mixed_iceberg.exceptions import InvalidScanError, NoSuchSnapshotError, NotKeyedTableError, SnapshotExpiredError
 from mixed_iceberg.reader.change_timeline import Timeline, plan_timeline
@@ -231,7 +231,7 @@ class ChangeScan:
         if not isinstance(self.filter.full, AlwaysTrue) and rows.num_rows:
             schema = self.table.schema()
             bound = bind(schema, self.filter.full, case_sensitive=self.case_sensitive)
-            match = ds.dataset(rows).to_table(columns={"m": expression_to_pyarrow(bound, schema)}).column("m")
+            match = ds.dataset(rows).to_table(columns={"m": arrow_filter(bound, schema)}).column("m")
             rows = rows.filter(pc.fill_null(match, False))
         return rows.select([*self.columns, ACTION, "_transaction_id", "_file_offset"])
 

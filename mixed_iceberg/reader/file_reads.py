@@ -28,12 +28,13 @@ import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import bind, extract_field_ids
 from pyiceberg.io import FileIO
-from pyiceberg.io.pyarrow import ArrowScan, PyArrowFileIO, expression_to_pyarrow, schema_to_pyarrow
+from pyiceberg.io.pyarrow import ArrowScan, PyArrowFileIO, schema_to_pyarrow
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.table import FileScanTask, Table
 from pyiceberg.types import UUIDType
 
+from mixed_iceberg._pyiceberg.arrow_filters import arrow_filter
 from mixed_iceberg.arrow_types import empty_table
 from mixed_iceberg.caching import LruCache
 from mixed_iceberg.exceptions import CorruptTableError
@@ -221,7 +222,7 @@ def read_files(store: Table, tasks: Sequence[FileScanTask], projected: Schema, r
         bound = bind(store.schema(), row_filter, case_sensitive=True)
         wanted = extract_field_ids(bound) | {f.field_id for f in projected.fields}
         read_schema = prune_columns(store.schema(), wanted, select_full_types=True)
-        condition = expression_to_pyarrow(bind(read_schema, row_filter, case_sensitive=True), read_schema)
+        condition = arrow_filter(bind(read_schema, row_filter, case_sensitive=True), read_schema)
         # pyarrow 20's Parquet scan simplifies a filter with each row group's statistics and
         # has no kernel to compare uuids by (pyiceberg's own scan fails the same way): a filter
         # on a uuid column is evaluated on the rows read instead.

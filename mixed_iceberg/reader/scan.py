@@ -19,12 +19,12 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import bind, extract_field_ids
-from pyiceberg.io.pyarrow import expression_to_pyarrow
 from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.table import FileScanTask, Table
 from pyiceberg.table.snapshots import Snapshot
 
+from mixed_iceberg._pyiceberg.arrow_filters import arrow_filter
 from mixed_iceberg._pyiceberg.scan import ScanEvaluators
 from mixed_iceberg.basestore.optimized_sequence import merged_through, read_optimized_sequence
 from mixed_iceberg.exceptions import InvalidScanError, NoSuchSnapshotError, SnapshotExpiredError
@@ -454,7 +454,7 @@ class MixedScan:
         """Which ``rows`` pass the whole row filter (the tail was read by key predicates only)."""
         if isinstance(self.filter.full, AlwaysTrue) or rows.num_rows == 0:
             return np.ones(rows.num_rows, dtype=bool)
-        condition = expression_to_pyarrow(bind(schema, self.filter.full, case_sensitive=self.case_sensitive), schema)
+        condition = arrow_filter(bind(schema, self.filter.full, case_sensitive=self.case_sensitive), schema)
         match = (
             ds.dataset(rows.drop_columns([c for c in (LSN,) if c in rows.column_names]))
             .to_table(columns={"m": condition})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import itertools
+import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -363,3 +364,33 @@ def test_widenings_iceberg_allows_are_taken_and_struct_fields_match_by_name(tmp_
     row = table.scan().to_arrow().to_pylist()[0]
     assert (row["id"], row["qty"], row["point"]) == (5, 7, {"x": 3, "y": 4})
     assert row["at"] == datetime.datetime(1970, 1, 1, 0, 0, 1)
+
+
+def test_filters_compare_uuids_by_their_bytes(tmp_path: Path) -> None:
+    """Arrow has no comparison kernel for its uuid type: a filter comparing one compared the
+    extension type and raised; a uuid's order is its 16 bytes', as Iceberg's."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("u", pa.uuid())])
+    table = local_catalog(tmp_path / "cat").create_table("db.uuids", schema, primary_key=["id"])
+    ids = [uuid.UUID(int=n) for n in (1, 2, 3)]
+    rows = pa.table(
+        {
+            "id": pa.array([1, 2, 3], pa.int64()),
+            "u": pa.ExtensionArray.from_storage(pa.uuid(), pa.array([u.bytes for u in ids], pa.binary(16))),
+        }
+    )
+    table.bulk_load(rows.slice(0, 2))
+    with table.new_transaction() as txn:
+        txn.write(rows.slice(2).append_column(ACTION, pa.array(["+I"])))
+    cases = {
+        f"u = '{ids[1]}'": [2],
+        f"u != '{ids[1]}'": [1, 3],
+        f"u < '{ids[1]}'": [1],
+        f"u >= '{ids[1]}'": [2, 3],
+        f"u IN ('{ids[0]}', '{ids[2]}')": [1, 3],
+        f"u NOT IN ('{ids[0]}')": [2, 3],
+    }
+    for row_filter, expected in cases.items():
+        assert sorted(table.scan(row_filter=row_filter).to_arrow().column("id").to_pylist()) == expected, row_filter
+        assert sorted(r["id"] for r in table.changes(row_filter=row_filter).to_arrow().to_pylist()) == expected, row_filter
+    table.optimizing.run("full")
+    assert table.scan(row_filter=f"u = '{ids[2]}'").to_arrow().column("id").to_pylist() == [3]
