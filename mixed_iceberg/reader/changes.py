@@ -30,6 +30,7 @@ from pyiceberg.expressions.visitors import bind
 from pyiceberg.table.snapshots import Snapshot
 
 from mixed_iceberg._pyiceberg.arrow_filters import arrow_filter
+from mixed_iceberg.arrow_types import empty_table
 from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
 from mixed_iceberg.exceptions import InvalidScanError, NoSuchSnapshotError, NotKeyedTableError, SnapshotExpiredError
 from mixed_iceberg.reader.change_timeline import Timeline, plan_timeline
@@ -98,7 +99,10 @@ def derive_actions(
     out_lsn = np.concatenate([row_lsn[mask] for _, mask, _, _ in parts])
     rank = np.concatenate([np.full(int(mask.sum()), r, np.int8) for _, mask, _, r in parts])
     labels = np.concatenate([np.full(int(mask.sum()), label) for _, mask, label, _ in parts])
-    in_order = np.lexsort((rank, out_lsn))
+    # Steps of one LSN (an update pair's -U and +U, each a change under a merge engine that
+    # retracts) keep their order, and each step's -U stays right before its +U.
+    position = np.concatenate([step[mask] for _, mask, _, _ in parts])
+    in_order = np.lexsort((rank, position, out_lsn))
     out = scanned.states.take(pa.array(take[in_order]))
     out = out.append_column(ACTION, pa.array(labels[in_order], pa.string()))
     out_lsn = out_lsn[in_order]
@@ -296,7 +300,7 @@ class ChangeScan:
         deletes = read_change_rows(change.io, schema, [r for r in refs if r.is_delete], columns, keyed, schemas=history)
         rows = pa.concat_tables([inserts, deletes.select(inserts.column_names)])
         is_data = np.concatenate([np.ones(inserts.num_rows, bool), np.zeros(deletes.num_rows, bool)])
-        before = self._states_before(rows, keys, low, base) if rows.num_rows else table.arrow_schema().empty_table()
+        before = self._states_before(rows, keys, low, base) if rows.num_rows else empty_table(table.arrow_schema())
         return derive_actions(table.merge_config, rows, is_data, before, keys)
 
     def _states_before(self, rows: pa.Table, keys: list[str], sequence: int, base: Snapshot | None) -> pa.Table:

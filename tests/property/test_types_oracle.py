@@ -22,6 +22,7 @@ import itertools
 import math
 import pickle
 import time
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from mixed_iceberg import MixedTable
 from mixed_iceberg.optimizing.maintenance.facade import TableMaintenance
 from mixed_iceberg.reader.tasks import execute_task
 from tests.support.engine_replays import aggregation_functions, aggregation_properties, function_values, replay_engine
-from tests.support.iceberg_types import PRIMITIVES, column_types
+from tests.support.iceberg_types import PRIMITIVES, canonical, column_types
 from tests.support.tables import local_catalog
 from tests.support.typed_cdc import (
     KEY,
@@ -130,6 +131,20 @@ def _sort_key(value: Any) -> Any:
     return float(value)
 
 
+def replay_changes(cdc: pa.Table, names: Sequence[str]) -> dict[Any, tuple[Any, ...]]:
+    """The state CDC rows leave when applied in order to the empty table, each a true change
+    (``+I`` of an absent key, ``-U``/``-D`` of a present key carrying its row as it was)."""
+    state: dict[Any, tuple[Any, ...]] = {}
+    for row in cdc.to_pylist():
+        key, image, action = canonical(row[KEY]), canonical(tuple(row[name] for name in names)), row["_change_action"]
+        if action in ("+I", "+U"):
+            assert action == "+U" or key not in state, f"+I of a present key {key}"
+            state[key] = image
+        else:
+            assert state.pop(key, None) == image, f"{action} of key {key} carries another row than it held"
+    return state
+
+
 def check_every_path(table: MixedTable, schema: TypedSchema, expected: dict[Any, tuple[Any, ...]]) -> None:
     """Merged read, batch reader, count, pickled merge tasks and filtered scans against ``expected``."""
     scan = table.scan()
@@ -140,6 +155,7 @@ def check_every_path(table: MixedTable, schema: TypedSchema, expected: dict[Any,
     tasks = [pickle.loads(pickle.dumps(task)) for task in scan.plan_tasks()]
     parts = [execute_task(task) for task in tasks]
     assert by_key(pa.concat_tables(parts) if parts else merged.slice(0, 0)) == expected, "plan_tasks() + execute_task"
+    assert replay_changes(table.changes().to_arrow(), merged.column_names) == expected, "changes() replayed onto nothing"
     for iceberg, arrow in filters(schema, merged):
         wanted = by_key(merged.filter(arrow))
         assert by_key(table.scan(row_filter=iceberg).to_arrow()) == wanted, f"row_filter={iceberg}"
