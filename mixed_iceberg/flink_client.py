@@ -14,6 +14,8 @@ removes the directories of clients that are no longer alive.
 The local mini-cluster's endpoints listen on loopback only (:data:`LOCAL_CLUSTER_DEFAULTS`):
 Flink's defaults put its REST API, with job submission and cancellation on, and its blob server
 on every interface. A job's ``flink`` settings override them (docs/ingest.md, docs/optimizer.md).
+Beam's gRPC servers for Python workers in process mode, which no setting reaches, are moved by
+the loopback agent (:func:`loopback_agent`) that the ingest job loads into its JVM.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-__all__ = ["LOCAL_CLUSTER_DEFAULTS", "local_cluster_settings", "prepare_flink_client", "scratch_root"]
+from mixed_iceberg.exceptions import ConfigError
+
+__all__ = ["LOCAL_CLUSTER_DEFAULTS", "local_cluster_settings", "loopback_agent", "prepare_flink_client", "scratch_root"]
 
 _ROOT = Path(__file__).resolve().parents[1]
 _LOOPBACK = "127.0.0.1"
@@ -41,10 +45,10 @@ _LOOPBACK = "127.0.0.1"
 #:
 #: What they cannot reach: the gRPC servers (Beam's Fn API: control, data, state, logging,
 #: provisioning, artifacts) that a Python operator in process mode starts for its worker
-#: processes listen on every interface. flink-python 2.2.1's copy of Beam's ``ServerFactory``
-#: builds them with ``NettyServerBuilder.forPort(port)``, the wildcard address, and no Flink option
-#: reaches it (docs/ingest.md, "Network exposure"). The ingest job's pandas function needs process
-#: mode; the optimizer job runs in thread mode locally and has none.
+#: processes. flink-python 2.2.1's copy of Beam's ``ServerFactory`` builds them with
+#: ``NettyServerBuilder.forPort(port)``, the wildcard address, and no Flink option reaches it
+#: (docs/ingest.md, "Network exposure"): :func:`loopback_agent` does. The ingest job's pandas
+#: function needs process mode; the optimizer job runs in thread mode locally and has none.
 LOCAL_CLUSTER_DEFAULTS: Mapping[str, str] = MappingProxyType(
     {
         "rest.bind-address": _LOOPBACK,  # the REST API and web UI
@@ -66,14 +70,42 @@ def local_cluster_settings(flink: Mapping[str, str]) -> dict[str, str]:
     return {**LOCAL_CLUSTER_DEFAULTS, **flink}
 
 
+#: Where the ingest job finds the loopback agent (built by ``scripts/jars/loopback-agent.sh``);
+#: ``MIXED_ICEBERG_LOOPBACK_AGENT`` names another jar, or ``off``.
+LOOPBACK_AGENT_JAR = _ROOT / ".jars" / "agent" / "mixed-iceberg-loopback-agent.jar"
+_AGENT_VARIABLE = "MIXED_ICEBERG_LOOPBACK_AGENT"
+
+
+def loopback_agent() -> Path | None:
+    """The jar of the java agent (java/loopback-agent/) that makes Beam's Fn API gRPC servers, which
+    a local job's Python workers in process mode talk to, listen on loopback instead of every
+    interface; ``None`` where ``MIXED_ICEBERG_LOOPBACK_AGENT=off`` says to leave them there.
+
+    Raises:
+        ConfigError: the jar is not there (``bash scripts/jars/loopback-agent.sh`` builds it, and
+            so does ``bash scripts/services/kafka.sh jars``).
+    """
+    setting = os.environ.get(_AGENT_VARIABLE, "").strip()
+    if setting.lower() == "off":
+        return None
+    jar = Path(setting) if setting else LOOPBACK_AGENT_JAR
+    if not jar.is_file():
+        raise ConfigError(
+            f"no loopback agent jar at {jar}: run `bash scripts/jars/loopback-agent.sh`, or set "
+            f"{_AGENT_VARIABLE}=off to let the Python workers' gRPC servers listen on every interface"
+        )
+    return jar.resolve()
+
+
 def scratch_root() -> Path:
     """Where the clients' private temp directories live."""
     return Path(tempfile.gettempdir()) / "mixed-iceberg-flink"
 
 
-def prepare_flink_client() -> Path:
+def prepare_flink_client(*, agent: Path | None = None) -> Path:
     """Sets this process's environment for a local PyFlink client; returns its JVM temp dir.
 
+    ``agent``: a java agent's jar for the JVM (``-javaagent``), such as :func:`loopback_agent`'s.
     Call it before the first PyFlink import that starts a gateway. Idempotent."""
     site = sysconfig.get_paths()["purelib"]
     paths = [site, str(_ROOT), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
@@ -87,7 +119,10 @@ def prepare_flink_client() -> Path:
     flag = f"-Djava.io.tmpdir={scratch}"
     jvm_args = os.environ.get("JVM_ARGS", "").split()
     if flag not in jvm_args:
-        os.environ["JVM_ARGS"] = " ".join([*(a for a in jvm_args if not a.startswith("-Djava.io.tmpdir=")), flag])
+        jvm_args = [*(a for a in jvm_args if not a.startswith("-Djava.io.tmpdir=")), flag]
+    if agent is not None and f"-javaagent:{agent}" not in jvm_args:
+        jvm_args.append(f"-javaagent:{agent}")
+    os.environ["JVM_ARGS"] = " ".join(jvm_args)
     return scratch
 
 

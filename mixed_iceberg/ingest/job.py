@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from mixed_iceberg.exceptions import ConfigError, MixedIcebergError, NoSuchTableError
-from mixed_iceberg.flink_client import LOCAL_CLUSTER_DEFAULTS, prepare_flink_client
+from mixed_iceberg.flink_client import LOCAL_CLUSTER_DEFAULTS, loopback_agent, prepare_flink_client
 from mixed_iceberg.ingest.config import IngestConfig, load_ingest_config, pin_catalog
 from mixed_iceberg.ingest.monitor import (
     FlinkRest,
@@ -99,8 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _progress_output(quiet=args.quiet)
+    on_cli = "PYFLINK_GATEWAY_PORT" in os.environ  # under `flink run`: the cluster's JVMs, not ours
     try:
         config = pin_catalog(load_ingest_config(args.config, _overrides(args.set)))
+        # Local: the mini-cluster's JVM loads the agent that keeps the Python workers' gRPC
+        # servers on loopback (a cluster's TaskManagers load it through their own config).
+        agent = None if on_cli else loopback_agent()
         prepare(config)
     except MixedIcebergError as exc:
         # What a user got wrong (a missing file, a bad --set, an unknown catalog) is one line,
@@ -120,10 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     # On a local mini-cluster PyFlink would run every Python worker as a thread of this client
     # ("loopback"): one GIL for all writer subtasks and this poller. prepare_flink_client makes it
     # start one worker process per subtask, as a cluster does.
-    prepare_flink_client()
+    prepare_flink_client(agent=agent)
     from mixed_iceberg.ingest.flink import build_pipeline
 
-    on_cli = "PYFLINK_GATEWAY_PORT" in os.environ  # under `flink run`: the cluster's REST API
     # A local mini-cluster listens on loopback only, without REST submit or cancel (the job's
     # `flink` settings, applied on top, may say otherwise); watched, its REST port is known.
     local = {**LOCAL_CLUSTER_DEFAULTS, **(local_rest_settings(config.flink) if watching else {})}

@@ -14,8 +14,9 @@ on the client's environment variables nor on its working directory.
 
 Locally the function runs in PyFlink's thread mode (:data:`THREAD_MODE`, set by the job's
 client): an interpreter embedded in the mini-cluster's JVM (pemja) instead of a Beam SDK worker
-process per subtask, which would bring six Beam Fn API gRPC servers per subtask that listen on
-every interface (docs/ingest.md, "Network exposure"). Measured on the local mini-cluster (two
+process per subtask, which would bring six Beam Fn API gRPC servers per subtask (flink-python
+binds them to every interface; the job's client loads the loopback agent then, as the ingest job's
+does: docs/ingest.md, "Network exposure"). Measured on the local mini-cluster (two
 optimizers, 60 s, two tables optimized): 19 s of CPU for the job's processes against 24 to 28 s
 in process mode, 2 processes instead of 10. Thread mode never calls the function's ``close()``
 when its task is cancelled or fails (flink-python 2.2.1's ``EmbeddedPythonScalarFunctionOperator``

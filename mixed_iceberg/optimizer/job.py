@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from mixed_iceberg.exceptions import ConfigError
-from mixed_iceberg.flink_client import local_cluster_settings, prepare_flink_client
+from mixed_iceberg.flink_client import local_cluster_settings, loopback_agent, prepare_flink_client
 from mixed_iceberg.optimizer.config import default_optimizer_config_path, load_optimizer_config
 
 __all__ = ["main"]
@@ -43,14 +43,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.parallelism < 1 or args.threads < 1:
             raise ConfigError(f"--parallelism and --threads: expected >= 1, found {args.parallelism} and {args.threads}")
         raw = yaml.safe_load(Path(args.config).read_text())
+        on_cli = "PYFLINK_GATEWAY_PORT" in os.environ  # under `flink run`: the cluster's configuration decides
+        # Python workers in process mode, where the config asks for it locally: their Beam gRPC
+        # servers go on loopback as the ingest job's do (the loopback agent in this JVM).
+        process_mode = config.flink.get("python.execution-mode", "thread") == "process"
+        agent = loopback_agent() if process_mode and not on_cli else None
     except ConfigError as exc:
         print(f"optimizer job: {exc}", file=sys.stderr)
         return 2
-    prepare_flink_client()
+    prepare_flink_client(agent=agent)
     from mixed_iceberg.optimizer.flink import THREAD_MODE, build_pipeline, pinned_config
 
     pinned = pinned_config(config, raw)
-    on_cli = "PYFLINK_GATEWAY_PORT" in os.environ  # under `flink run`: the cluster's configuration decides
     # A local mini-cluster listens on loopback only, without REST submit or cancel, and runs the
     # function in thread mode (no Beam gRPC servers: mixed_iceberg/optimizer/flink.py), unless the
     # config's `flink` settings say otherwise.

@@ -11,7 +11,10 @@
 # -py` and the Python workers import pyflink, pyarrow and mixed_iceberg from .venv) and a
 # restart strategy. The Kafka SQL connector is not put on the cluster's classpath: the job
 # registers it itself (pipeline.jars, shipped with the job by `flink run`); `start` fetches it
-# into .jars/flink when missing (via kafka.sh jars). Logs, PID files and temp dirs live under
+# into .jars/flink when missing (via kafka.sh jars). The TaskManager, which runs the Python
+# workers and serves them through Beam's gRPC servers, loads the loopback agent
+# (env.java.opts.taskmanager: -javaagent, built by scripts/jars/loopback-agent.sh) so that those
+# servers listen on 127.0.0.1 as everything else here does. Logs, PID files and temp dirs live under
 # .services/flink. `start` is idempotent and returns once the TaskManager has registered its
 # slots; `stop` stops both daemons (SIGKILL after 30 s); `clean` also deletes the state.
 # `run` and `cli` call PyFlink's bin/flink with this configuration.
@@ -23,6 +26,8 @@
 #   MIXED_ICEBERG_FLINK_SLOTS      TaskManager slots (default 2)
 #   MIXED_ICEBERG_FLINK_TM_MEMORY  TaskManager process size (default 1600m)
 #   MIXED_ICEBERG_FLINK_JM_MEMORY  JobManager process size (default 1024m)
+#   MIXED_ICEBERG_LOOPBACK_AGENT   the loopback agent's jar (default: built into .jars/agent), or
+#                                  off: the Python workers' gRPC servers listen on every interface
 #   MIXED_ICEBERG_PYTHON           python of the venv (default <repo>/.venv/bin/python)
 #   MIXED_ICEBERG_SERVICES_DIR     state root (default <repo>/.services)
 set -euo pipefail
@@ -100,12 +105,25 @@ choose_ports() {
     die "the default ports are in use and no free pair was found"
 }
 
+# The TaskManager's JVM options: the loopback agent, unless MIXED_ICEBERG_LOOPBACK_AGENT=off.
+taskmanager_opts() {
+    local agent="${MIXED_ICEBERG_LOOPBACK_AGENT:-}"
+    if [[ "${agent,,}" == off ]]; then
+        log "MIXED_ICEBERG_LOOPBACK_AGENT=off: the Python workers' gRPC servers listen on every interface"
+        return 0
+    fi
+    [[ -n "$agent" ]] || agent="$(bash "$ROOT/scripts/jars/loopback-agent.sh")" || die "building the loopback agent failed"
+    [[ -f "$agent" ]] || die "no loopback agent jar at $agent (MIXED_ICEBERG_LOOPBACK_AGENT)"
+    echo "-javaagent:$agent"
+}
+
 write_config() {
     mkdir -p "$CONF" "$STATE/log" "$STATE/tmp"
-    local home="$1" java_opts
+    local home="$1" java_opts tm_opts
     # The JVM module flags PyFlink's own config.yaml carries (Flink needs them on Java 17).
     java_opts="$(sed -n 's/^ *all: *\(--add-.*\)$/\1/p' "$home/conf/config.yaml" | head -n 1)"
     [[ -n "$java_opts" ]] || die "no env.java.opts.all in $home/conf/config.yaml"
+    tm_opts="$(taskmanager_opts)"
     cat >"$CONF/config.yaml" <<EOF
 # mixed-iceberg local session cluster (scripts/services/flink.sh); regenerated on every start.
 # java.io.tmpdir too: every Flink JVM extracts its RPC system (21 MB) there and leaves it behind
@@ -114,6 +132,7 @@ env:
   java:
     opts:
       all: $java_opts -Djava.io.tmpdir=$STATE/tmp
+      taskmanager: "$tm_opts"
 jobmanager:
   bind-host: 127.0.0.1
   rpc:

@@ -4,8 +4,10 @@
 #   scripts/services/kafka.sh start|stop|status|bootstrap|clean|jars
 #
 # The jars come from Maven Central (scripts/jars/kafka-pom.xml -> .jars/kafka, git-ignored) and
-# are fetched on first use; `jars` fetches them (and Flink's Kafka connector into .jars/flink)
-# without starting anything. Data lives under .services/kafka; both listeners bind 127.0.0.1.
+# are fetched on first use; `jars` fetches them (and what the ingest job's JVM needs: Flink's Kafka
+# connector into .jars/flink, the loopback agent built into .jars/agent by
+# scripts/jars/loopback-agent.sh) without starting anything; `start` makes sure of them too, also
+# when the broker runs already. Data lives under .services/kafka; both listeners bind 127.0.0.1.
 # `start` is idempotent and returns once the broker answers metadata requests; `stop` sends
 # SIGTERM to the recorded PID (SIGKILL after 30 s); `clean` stops and deletes the data.
 # Settings are for tests: replication factor 1 everywhere (transactions included), no
@@ -17,6 +19,7 @@
 #   MIXED_ICEBERG_KAFKA_CONTROLLER_PORT KRaft controller port (default client port + 1)
 #   MIXED_ICEBERG_KAFKA_HEAP            JVM heap (default 768m)
 #   MIXED_ICEBERG_JARS_DIR              jar cache (default <repo>/.jars)
+#   MIXED_ICEBERG_LOOPBACK_AGENT        when set (a jar, or off), the loopback agent is not built
 #   MIXED_ICEBERG_PYTHON                python with confluent-kafka for the readiness probe
 #   MIXED_ICEBERG_SERVICES_DIR          state root (default <repo>/.services)
 set -euo pipefail
@@ -38,17 +41,27 @@ SERVICE=kafka.sh
 # shellcheck source=scripts/services/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-fetch_jars() {
+need_mvn() {
     command -v mvn >/dev/null || die "mvn not found; install Maven (apt-get install maven) to fetch the Kafka jars"
+}
+
+fetch_jars() {
     if ! compgen -G "$JARS/kafka/kafka_2.13-*.jar" >/dev/null; then
+        need_mvn
         log "fetching the Kafka broker jars from Maven Central into $JARS/kafka"
         mvn -q -B -f "$ROOT/scripts/jars/kafka-pom.xml" dependency:copy-dependencies \
             -DoutputDirectory="$JARS/kafka" -DincludeScope=runtime >&2 || die "fetching the Kafka jars failed"
     fi
     if ! compgen -G "$JARS/flink/flink-sql-connector-kafka-*.jar" >/dev/null; then
+        need_mvn
         log "fetching $FLINK_CONNECTOR into $JARS/flink"
         mvn -q -B dependency:copy -Dartifact="$FLINK_CONNECTOR" -DoutputDirectory="$JARS/flink" >&2 ||
             die "fetching the Flink Kafka connector failed"
+    fi
+    # Cached: a few milliseconds once built, until java/loopback-agent changes. Not where
+    # MIXED_ICEBERG_LOOPBACK_AGENT names another jar, or is off.
+    if [[ -z "${MIXED_ICEBERG_LOOPBACK_AGENT:-}" ]]; then
+        bash "$ROOT/scripts/jars/loopback-agent.sh" >/dev/null || die "building the loopback agent failed"
     fi
 }
 
@@ -169,13 +182,14 @@ start() {
     command -v java >/dev/null || die "java not found; Java 17 is required"
     mkdir -p "$STATE"
     local pid
+    # Also when the broker runs already: a client of it (the demo, a test session) runs the ingest job.
+    fetch_jars
     if pid="$(running_pid)"; then
         wait_ready "$pid" || die "kafka (pid $pid) is running but not answering; see $LOG"
         log "already running (pid $pid) on $(bootstrap)"
         bootstrap
         return 0
     fi
-    fetch_jars
     choose_ports
     write_config
     local t0=$SECONDS

@@ -4,9 +4,9 @@
 its inode; ``/proc/<pid>/fd`` links name the inodes each process holds. A listener belongs to
 every process holding its inode, so a JVM's sockets are found through the JVM, a forked worker's
 through the worker. :class:`ListenerWatch` samples a tree while it runs, since a job's
-processes come and go (Python workers start well after the client), and exempts Beam's Fn API
-servers only, by what they are (its docstring); :func:`assert_loopback_only` checks a running
-service of ``scripts/services/``.
+processes come and go (Python workers start well after the client), and exempts nothing: Beam's
+Fn API servers too listen on loopback, moved there by the loopback agent (java/loopback-agent/);
+:func:`assert_loopback_only` checks a running service of ``scripts/services/``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from urllib.parse import urlsplit
 from tests.support.services import ServiceScript
 
 __all__ = [
-    "BEAM_SERVERS_PER_WORKER",
     "Listener",
     "ListenerWatch",
     "assert_loopback_only",
@@ -155,10 +154,7 @@ def speaks_http2(port: int, timeout: float = 3.0) -> bool:
     return header[3] == 4  # frame type 4: SETTINGS
 
 
-#: Beam's Fn API servers per Python worker: control, data, state, logging, provisioning, artifacts.
-BEAM_SERVERS_PER_WORKER = 6
 _BEAM_WORKER = "pyflink.fn_execution.beam.beam_boot"
-_WILDCARDS = {"0.0.0.0", "::"}
 
 
 def _parents() -> dict[int, int]:
@@ -167,8 +163,9 @@ def _parents() -> dict[int, int]:
 
 def beam_workers(pids: Iterable[int]) -> dict[int, set[int]]:
     """The PyFlink Python workers in process mode (``beam_boot``) among ``pids``, by the JVM that
-    started them (their nearest ``java`` ancestor: the Python operator's JVM, which holds their
-    Fn API servers)."""
+    started them (their nearest ``java`` ancestor: the Python operator's JVM, which holds the
+    six Fn API servers each worker connects to: control, data, state, logging, provisioning,
+    artifacts)."""
     parents = _parents()
     found: dict[int, set[int]] = {}
     for pid in pids:
@@ -196,15 +193,15 @@ def outside_loopback(found: Iterable[Listener]) -> list[Listener]:
 
 class ListenerWatch:
     """Samples the listeners of the trees under ``roots()`` every ``interval`` seconds in a thread,
-    from ``start()`` to ``stop()``; ``seen`` holds every listener found.
+    from ``start()`` to ``stop()``; ``seen`` holds every listener found, :meth:`exposed` those
+    outside loopback, and there is no exemption.
 
-    :meth:`exposed` is every listener outside loopback but one narrow exemption, :attr:`beam`:
-    Beam's Fn API servers, which flink-python 2.2.1 binds to the wildcard address whatever Flink is
-    told (``NettyServerBuilder.forPort`` in its ``ServerFactory``; docs/ingest.md, "Network
-    exposure"). A listener is taken for one only if it is on the wildcard address, answered an
-    HTTP/2 preface (gRPC) when first seen, and its process ran PyFlink Python workers in process
-    mode during the watch; and a process gets at most six per worker seen. Anything else outside
-    loopback, in that JVM or any other, is exposed."""
+    Beam's Fn API servers, which a JVM running PyFlink Python workers in process mode starts for
+    them, were one until the loopback agent (java/loopback-agent/) moved them: flink-python 2.2.1
+    binds them to the wildcard address whatever Flink is told (docs/ingest.md, "Network
+    exposure"). ``workers`` records which JVMs ran workers during the watch, so a test can tell
+    that such servers existed while nothing listened beyond loopback; a listener outside loopback
+    that answers an HTTP/2 preface is marked as gRPC in :meth:`report`."""
 
     def __init__(self, roots: Callable[[], Iterable[int]], interval: float = 1.0) -> None:
         self._roots = roots
@@ -257,20 +254,20 @@ class ListenerWatch:
         finally:
             self.stop()
 
-    @property
-    def beam(self) -> set[Listener]:
-        """The listeners exempted as Beam's Fn API servers (see the class docstring)."""
-        candidates = {x for x in self.grpc if x.address in _WILDCARDS and x.pid in self.workers}
-        allowed = set()
-        for pid, workers in self.workers.items():
-            mine = {x for x in candidates if x.pid == pid}
-            if len(mine) <= BEAM_SERVERS_PER_WORKER * len(workers):
-                allowed |= mine
-        return allowed
-
     def exposed(self) -> list[Listener]:
-        """Listeners outside loopback other than Beam's Fn API servers."""
-        return outside_loopback(self.seen - self.beam)
+        """Every listener seen outside loopback."""
+        return outside_loopback(self.seen)
+
+    def report(self) -> str:
+        """The exposed listeners, one a line; a gRPC one in a JVM that ran Python workers is named
+        as Beam's (whose JVM did not load the loopback agent, or an agent that did not match)."""
+        lines = []
+        for listener in self.exposed():
+            kind = ""
+            if listener in self.grpc:
+                kind = "gRPC, Beam's Fn API? (is the loopback agent loaded?): " if listener.pid in self.workers else "gRPC: "
+            lines.append(f"{kind}{listener}")
+        return "listening beyond loopback:\n" + "\n".join(lines)
 
 
 def service_pids(service: ServiceScript) -> list[int]:

@@ -306,6 +306,18 @@ def test_the_ingest_job_finds_the_connector_the_image_fetched() -> None:
     assert "MIXED_ICEBERG_FLINK_JARS" in (ROOT / "mixed_iceberg" / "ingest" / "job.py").read_text()
 
 
+def test_the_task_managers_load_the_image_s_loopback_agent(compose: dict[str, Any]) -> None:
+    """As flink.sh's TaskManager does: Beam's gRPC servers for the Python workers on loopback."""
+    text = dockerfile()
+    assert "COPY java/loopback-agent/ /src/" in text
+    built = re.search(r"^RUN mvn .*-f /src/pom\.xml package -Dagent\.build\.directory=(\S+)$", text, re.M)
+    assert built
+    assert f"COPY --from=agent {built[1]}/mixed-iceberg-loopback-agent.jar jars/" in text
+    jar = f"{workdir()}/jars/mixed-iceberg-loopback-agent.jar"
+    assert flink_properties(compose)["env.java.opts.taskmanager"] == f"-javaagent:{jar}"
+    assert 'taskmanager: "$tm_opts"' in (SCRIPTS / "flink.sh").read_text()
+
+
 # -- the services follow the scripts ---------------------------------------------------------------
 
 #: kafka.sh settings this broker sets otherwise, and why.
@@ -388,6 +400,7 @@ def test_the_conf_defaults_on_the_host_reach_the_published_ports(compose: dict[s
 #: flink.sh settings the cluster here sets otherwise or leaves to the image, and why.
 FLINK_DIFFERS = {
     "env.java.opts.all": "the image's config.yaml carries Flink's flags for Java 17",
+    "env.java.opts.taskmanager": "the loopback agent the image builds (test_the_task_managers_load_the_image_s_loopback_agent)",
     "jobmanager.bind-host": "the image binds every interface of the container",
     "taskmanager.bind-host": "the image binds every interface of the container",
     "rest.bind-address": "the image binds every interface of the container",

@@ -97,6 +97,7 @@ RUN_BY: list[tuple[str, str | None, str]] = [
     (r"bash scripts/services/postgres\.sh start", "tests/integration/test_debezium_postgres.py::logical_postgres", ""),
     (r"bash scripts/services/connect\.sh (start|stop)", "tests/integration/test_debezium_postgres.py::connect_url", ""),
     (r"bash scripts/services/flink\.sh (start|stop)", "tests/integration/test_flink_cluster_ingest.py::flink_rest", ""),
+    (r"bash scripts/jars/loopback-agent\.sh", "tests/integration/test_loopback_agent.py::agent", ""),
     (
         r"bash scripts/services/flink\.sh (run -py .*|cli list)",
         "tests/integration/test_flink_cluster_ingest.py::test_flink_run_on_a_session_cluster_ingests_exactly_once",
