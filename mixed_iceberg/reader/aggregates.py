@@ -8,7 +8,7 @@ the key's rows so far (see :func:`aggregate`); the types each takes are checked 
 from __future__ import annotations
 
 import decimal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -151,8 +151,10 @@ def _sum(
     return pc.if_else(pa.array(seen), pa.array(sums).cast(kind, safe=False), pa.nulls(n, kind))
 
 
-def _segmented_sum(values: pa.Array, start: npt.NDArray[np.int64]) -> pa.Array:
-    """:func:`segmented_scan` of ``np.add`` over an Arrow decimal array, in its own type."""
+def _hillis_steele(values: pa.Array, start: npt.NDArray[np.int64], combine: Callable[[pa.Array, pa.Array], pa.Array]) -> pa.Array:
+    """Per position, ``combine`` folded over its key's values so far (from ``start``, its key's
+    first position), in log2(n) whole-array steps: ``combine(earlier, later)``, the earlier
+    side null past the array's start."""
     result = values
     n = len(values)
     index = np.arange(n, dtype=np.int64)
@@ -160,24 +162,23 @@ def _segmented_sum(values: pa.Array, start: npt.NDArray[np.int64]) -> pa.Array:
     while step < n:
         inside = pa.array(index - step >= start)
         shifted = pa.concat_arrays([pa.nulls(step, values.type), result.slice(0, n - step)])
-        added = pc.add(shifted, result).cast(values.type)  # decimal256(p+1): back to p, exact
-        result = pc.if_else(inside, added, result)
+        result = pc.if_else(inside, combine(shifted, result), result)
         step *= 2
     return result
+
+
+def _segmented_sum(values: pa.Array, start: npt.NDArray[np.int64]) -> pa.Array:
+    """:func:`segmented_scan` of ``np.add`` over an Arrow decimal array, in its own type."""
+    return _hillis_steele(values, start, lambda a, b: pc.add(a, b).cast(values.type))  # decimal256(p+1): back to p, exact
 
 
 def _prefix_join(text: pa.Array, start: npt.NDArray[np.int64], delimiter: str) -> pa.Array:
     """Per position, the non-null strings of its key so far, joined (Hillis-Steele on strings)."""
-    result = text
-    n = len(text)
-    index = np.arange(n, dtype=np.int64)
-    step = 1
-    while step < n:
-        inside = pa.array(index - step >= start)
-        shifted = pa.concat_arrays([pa.nulls(step, text.type), result.slice(0, n - step)])
+
+    def join(earlier: pa.Array, later: pa.Array) -> pa.Array:
         # "emit_null" and coalesce: pyarrow 20's null_handling="skip" returns a short array
         # when an input is a slice (a length of 2 for 3 rows)
-        joined = pc.binary_join_element_wise(shifted, result, pa.scalar(delimiter, text.type), null_handling="emit_null")
-        result = pc.if_else(inside, pc.coalesce(joined, result, shifted), result)
-        step *= 2
-    return result
+        joined = pc.binary_join_element_wise(earlier, later, pa.scalar(delimiter, text.type), null_handling="emit_null")
+        return pc.coalesce(joined, later, earlier)
+
+    return _hillis_steele(text, start, join)

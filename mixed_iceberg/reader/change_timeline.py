@@ -91,9 +91,10 @@ def _as_of(snapshots: Sequence[Snapshot], timestamp_ms: int) -> Snapshot | None:
 
 
 def _ancestry(snapshots: Mapping[int, Snapshot], end: Snapshot | None, stop: Snapshot | None) -> tuple[list[Snapshot], bool]:
-    """``end`` and its ancestors, oldest first, down to ``stop`` (excluded; None: the first
-    snapshot); and whether the walk reached it (False: a parent is gone, or ``stop`` is no
-    ancestor of ``end``)."""
+    """``end`` and its ancestors, oldest first, down to ``stop`` (excluded; None: the store's
+    first snapshot); and whether the walk reached it (False: a parent is gone, or ``stop`` is
+    no ancestor of ``end``). Expiry clears the parent id of the oldest snapshot it keeps, so
+    only a snapshot of sequence number 1 is the first."""
     chain: list[Snapshot] = []
     stop_id = stop.snapshot_id if stop is not None else None
     current = end
@@ -102,7 +103,7 @@ def _ancestry(snapshots: Mapping[int, Snapshot], end: Snapshot | None, stop: Sna
         parent = current.parent_snapshot_id
         if parent is None:
             chain.reverse()
-            return chain, stop_id is None
+            return chain, stop_id is None and _sequence(current) <= 1
         current = snapshots.get(parent)
     chain.reverse()
     return chain, current is not None
@@ -170,7 +171,7 @@ def plan_timeline(
     chain, complete = _ancestry(by_id, end_base, None)
     cut = [s.timestamp_ms for s in change if removed.get(s.snapshot_id, -1) >= 0 and _sequence(s) <= high]
     oldest_change = min(change, key=_sequence, default=None)
-    if oldest_change is not None and oldest_change.parent_snapshot_id is not None:
+    if oldest_change is not None and _sequence(oldest_change) > 1:  # expiry took the ChangeStore's first ones
         cut.append(oldest_change.timestamp_ms)
     if not complete and chain:
         cut.append(chain[0].timestamp_ms)

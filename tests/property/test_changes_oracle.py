@@ -221,3 +221,22 @@ def test_changes_under_a_merge_engine_compare_nested_rows(tmp_path: Path) -> Non
         txn.write(pa.Table.from_pylist(rows, schema=schema.append(pa.field("_change_action", pa.string()))))
     cdc = table.changes().to_arrow().to_pylist()
     assert [(r["_change_action"], r["tags"]) for r in cdc] == [("+I", [1, 2]), ("-U", [1, 2]), ("+U", [3])]
+
+
+def test_from_the_beginning_after_expiry_took_the_first_snapshots_starts_from_the_oldest_state_left(tmp_path: Path) -> None:
+    """Expiry clears the parent id of the oldest snapshot it keeps: that snapshot is not the
+    table's first, and the history before it (change files the TTL removed) is gone."""
+    table = local_catalog(tmp_path / "cat").create_table("db.expired", ORDERS_SCHEMA, primary_key=["id"])
+    _apply(table, ("load", [("+I", k, "a", k, 1.0) for k in range(3)]), 0)
+    clock = FakeClock()
+    for number in range(1, 4):
+        _apply(table, ("txn", [("+U", number, "b", number, 2.0)]), number)
+        _apply(table, ("optimize", "full"), 10 + number)
+        _apply(table, ("maintenance", None), 20 + number, clock)
+    _apply(table, ("txn", [("-D", 0, "a", 0, 1.0)]), 30)
+    for number in range(2):  # later runs that remove nothing, and expire the commits of those that did
+        _apply(table, ("maintenance", None), 25 + number, clock)
+    assert table.change_store is not None
+    assert min(s.sequence_number or 0 for s in table.change_store.metadata.snapshots) > 1, "expiry took the first ones"
+    assert not any(s.summary is not None and s.summary.get("deleted-data-files") for s in table.change_store.metadata.snapshots)
+    assert _replay({}, table.changes().to_arrow()) == _state(table.scan().to_arrow())
