@@ -126,8 +126,9 @@ def _sum(
 
     Integers wrap as Java's do (an int column's sum modulo 2^32). Floats are summed within each
     key (log2 passes), never through a running total of the whole column, where a large value
-    of one key would swallow a small sum of the next. Decimals are summed exactly in decimal256
-    and a sum that leaves the column's precision is null (Paimon's decimal sum does the same).
+    of one key would swallow a small sum of the next. Decimals are summed exactly in decimal256,
+    row by row as Paimon's: a sum that leaves the column's precision is null, and the key's next
+    value starts it again (:func:`_decimal_sums`).
     """
     n = len(column)
     kind = column.type
@@ -136,9 +137,11 @@ def _sum(
         values = column.combine_chunks().cast(wide)
         zero = pa.scalar(0, pa.int64()).cast(wide)
         signed = pc.if_else(pa.array(added), values, pc.if_else(pa.array(retract), pc.negate(values), zero))
-        total = _segmented_sum(pc.fill_null(signed, zero), start)
-        fits = pc.less(pc.abs(total), pa.scalar(decimal.Decimal(10 ** (kind.precision - kind.scale)), wide))
-        return pc.if_else(pc.and_(pa.array(seen), fits), total.cast(kind, safe=False), pa.nulls(n, kind))
+        contributes = (added | retract) & np.asarray(pc.is_valid(values).to_numpy(zero_copy_only=False), dtype=bool)
+        bound = pa.scalar(decimal.Decimal(10 ** (kind.precision - kind.scale)), wide)
+        total, overflowed = _decimal_sums(pc.fill_null(signed, zero), contributes, start, bound)
+        keep = pa.array(seen & ~overflowed)
+        return pc.if_else(keep, total.cast(kind, safe=False), pa.nulls(n, kind))
     values = np.asarray(column.fill_null(0).to_numpy(zero_copy_only=False))
     if pa.types.is_floating(kind):
         zero = values.dtype.type(0)
@@ -149,6 +152,36 @@ def _sum(
         wide_values = values.astype(np.int64)
         sums = _prefix_sums(np.where(added, wide_values, 0) - np.where(retract, wide_values, 0), start)
     return pc.if_else(pa.array(seen), pa.array(sums).cast(kind, safe=False), pa.nulls(n, kind))
+
+
+def _decimal_sums(
+    signed: pa.Array, contributes: npt.NDArray[np.bool_], start: npt.NDArray[np.int64], bound: pa.Scalar
+) -> tuple[pa.Array, npt.NDArray[np.bool_]]:
+    """Per position, its key's decimal sum so far as Paimon's sum keeps it, row by row: a sum
+    that leaves the column's precision is null, and the key's next value starts it again (a
+    null accumulator takes the value). So the state a BaseStore row keeps (null) sums on as the
+    change rows would: optimizing changes nothing. Exact sums in decimal256, one pass per
+    overflow a key meets in turn (none, almost always); and which positions are null by it."""
+    n = len(signed)
+    index = np.arange(n, dtype=np.int64)
+    # The next contributing position after each one (n: none).
+    upcoming = np.where(contributes, index, n)
+    next_after = np.append(np.minimum.accumulate(upcoming[::-1])[::-1][1:], n) if n else upcoming
+    segment = start.copy()
+    overflowed = np.zeros(n, dtype=bool)
+    while True:
+        total = _segmented_sum(signed, segment)
+        fits = np.asarray(pc.less(pc.abs(total), bound).to_numpy(zero_copy_only=False), dtype=bool)
+        over = contributes & ~fits & ~overflowed
+        if not over.any():
+            return total, overflowed
+        first = np.asarray(segmented_scan(np.where(over, index, n), segment, np.minimum), dtype=np.int64)
+        hit = first < n  # at or after its segment's first overflow
+        restart = np.where(hit, next_after[np.minimum(first, n - 1)], n)
+        again = hit & (restart < n) & (index >= restart)
+        again[again] = start[restart[again]] == start[again]  # the restart is within the same key
+        overflowed |= hit & ~again
+        segment = np.where(again, restart, segment)
 
 
 def _hillis_steele(values: pa.Array, start: npt.NDArray[np.int64], combine: Callable[[pa.Array, pa.Array], pa.Array]) -> pa.Array:

@@ -152,8 +152,8 @@ class _Column:
             return
         elif f == "last_non_null_value":
             self.value = value
-        elif f == "sum":
-            self.value = value if not self.seen else _plus(self.value, value)
+        elif f == "sum":  # row by row, as Paimon: a sum past a decimal's precision is null, and a null takes the next value
+            self.value = value if self.value is None else _fitted(_plus(self.value, value), self.kind)
             self.seen = True
         elif f == "count":
             self.value = (self.value or 0) + 1
@@ -167,7 +167,7 @@ class _Column:
         if f in ("last_value", "last_non_null_value"):
             self.value = None
         elif f == "sum":
-            self.value = _negate(value) if not self.seen else _plus(self.value, _negate(value))
+            self.value = _negate(value) if self.value is None else _fitted(_plus(self.value, _negate(value)), self.kind)
             self.seen = True
         elif f == "count":
             self.value = (self.value or 0) - 1
