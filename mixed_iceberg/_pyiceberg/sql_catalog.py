@@ -58,7 +58,7 @@ from mixed_iceberg.catalog.locations import location_taken
 from mixed_iceberg.catalog.metadata_json import write_metadata
 from mixed_iceberg.store.damage import METADATA_FILE, reading, register
 
-__all__ = ["MetadataCache", "SqlCatalogWithCache"]
+__all__ = ["MetadataCache", "SqlCatalogWithCache", "metadata_locations"]
 
 log = logging.getLogger(__name__)
 
@@ -230,6 +230,26 @@ class SqlCatalogWithCache(SqlCatalog):
         if not attempt.loaded or response.metadata_location != attempt.staged_location:
             return None
         return response
+
+
+def metadata_locations(catalog: Catalog) -> dict[str, str] | None:
+    """The current metadata file of every table of a SQL catalog, by dotted name, read in one
+    query of pyiceberg's ``iceberg_tables`` (namespace, name, metadata location) without
+    parsing a file; None for a catalog of another kind, which cannot tell without loading.
+
+    Every commit swaps a table's row to a new metadata file, so a location that did not move
+    is a table that did not change.
+    """
+    if not isinstance(catalog, SqlCatalog):
+        return None
+    query = select(IcebergTables.table_namespace, IcebergTables.table_name, IcebergTables.metadata_location).where(
+        IcebergTables.catalog_name == catalog.name
+    )
+    if (views_out := catalog._iceberg_type_filter()) is not None:  # as pyiceberg's list_tables
+        query = query.where(views_out)
+    with catalog.engine.connect() as connection:
+        rows = connection.execute(query).all()
+    return {f"{namespace}.{name}": location for namespace, name, location in rows if location}
 
 
 @dataclass(slots=True)

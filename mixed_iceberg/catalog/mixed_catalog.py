@@ -21,6 +21,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
 from mixed_iceberg._pyiceberg import apply_patches
+from mixed_iceberg._pyiceberg.sql_catalog import metadata_locations
 from mixed_iceberg.catalog.locations import purge_store
 from mixed_iceberg.catalog.markers import (
     CHANGE_IDENTIFIER,
@@ -222,6 +223,13 @@ class MixedCatalog:
             raise
         log.info("renamed table %s to %s (ChangeStore %s)", from_identifier, to_identifier, new_change)
         return self.load_table(to_identifier)
+
+    def metadata_locations(self) -> dict[str, str] | None:
+        """The current metadata file of every Iceberg table of the catalog (each store of a
+        keyed table: ``db.t`` and ``db.t_change_``), by dotted name, read in one query and
+        without parsing a file; None when the catalog cannot tell without loading each table
+        (a catalog other than SQL). A location that did not move is a store that did not change."""
+        return metadata_locations(self.iceberg)
 
     def list_namespaces(self, namespace: str | tuple[str, ...] = "") -> list[str]:
         """Namespaces (under ``namespace``, when given), as dotted names.

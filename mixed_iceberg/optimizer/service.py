@@ -44,36 +44,26 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 from mixed_iceberg.catalog import MixedCatalog, load_catalog
 from mixed_iceberg.exceptions import (
     CommitConflictError,
     CorruptTableError,
-    MixedIcebergError,
-    NoSuchTableError,
     TableBusyError,
 )
 from mixed_iceberg.optimizer.codec import decode_result, decode_tasks
 from mixed_iceberg.optimizer.config import GroupConfig, OptimizerConfig
+from mixed_iceberg.optimizer.discovery import Discovery, Served
 from mixed_iceberg.optimizer.scheduling import TableLoad, pick_table, table_order
 from mixed_iceberg.optimizer.sysdb.database import ENDED, ProcessRecord, SystemDatabase, TableRuntime, now_ms
 from mixed_iceberg.optimizer.work import commit_process, plan_process, run_task
-from mixed_iceberg.options import OPT_ENABLED, OPT_GROUP, OPT_PARTIAL, OPT_QUOTA, OPT_RETRIES
+from mixed_iceberg.options import OPT_PARTIAL, OPT_RETRIES
 from mixed_iceberg.table import MixedTable
 
 __all__ = ["OptimizerService"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class _Served:
-    table_id: str
-    catalog: str
-    name: str
-    quota: float
 
 
 class OptimizerService:
@@ -109,7 +99,7 @@ class OptimizerService:
         self.optimizer_id = ""
         self._tables: dict[str, MixedTable] = {}
         self._tables_lock = threading.Lock()
-        self._unreadable_logged: dict[str, str] = {}  # the last error logged per unreadable table
+        self._discovery = Discovery(self.group.name, config.catalogs, self._catalog, self._served_before)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -209,51 +199,15 @@ class OptimizerService:
                 self._tables[key] = found
         return found
 
-    def discover(self) -> list[_Served]:
+    def discover(self) -> list[Served]:
         """The configured catalogs' tables that this group serves now (damaged ones included,
-        see the module docstring)."""
-        served = []
-        for catalog_name in self.config.catalogs:
-            catalog = self._catalog(catalog_name)
-            for namespace in catalog.list_namespaces():
-                for name in catalog.list_tables(namespace):
-                    table_id = f"{catalog_name}.{name}"
-                    try:
-                        properties = catalog.load_table(name).properties
-                        enabled = OPT_ENABLED.read(properties, name)
-                        group = OPT_GROUP.read(properties, name)
-                        quota = OPT_QUOTA.read(properties, name)
-                    except NoSuchTableError:
-                        continue  # dropped since it was listed
-                    except CorruptTableError as exc:
-                        kept = self._unreadable(table_id, catalog_name, name, exc, damaged=True)
-                        served.extend(kept)
-                        continue
-                    except MixedIcebergError as exc:
-                        log.warning("%s: not served: %s", table_id, exc)
-                        continue
-                    except Exception as exc:  # a transient failure of one table must not stop discovery
-                        served.extend(self._unreadable(table_id, catalog_name, name, exc, damaged=False))
-                        continue
-                    if enabled and group == self.group.name:
-                        served.append(_Served(table_id, catalog_name, name, quota))
-        return served
+        see the module docstring); only the tables whose metadata moved are loaded
+        (:mod:`mixed_iceberg.optimizer.discovery`)."""
+        return self._discovery.round().served
 
-    def _unreadable(self, table_id: str, catalog: str, name: str, exc: Exception, *, damaged: bool) -> list[_Served]:
-        """A table whose properties cannot be read now: served by the group that served it,
-        and, damaged and never served, by the default group (which plans it, and fails it with
-        the damage, so that it shows FAILED); [] when this group is neither."""
+    def _served_before(self, table_id: str) -> tuple[str, float] | None:
         known = self.db.table(table_id)
-        if known is not None and known.group_name == self.group.name:
-            quota = known.quota
-        elif known is None and damaged and self.group.name == OPT_GROUP.default:
-            quota = OPT_QUOTA.default
-        else:
-            return []
-        if self._unreadable_logged.get(table_id) != str(exc):  # once per error, not every refresh
-            self._unreadable_logged[table_id] = str(exc)
-            log.warning("%s: its properties cannot be read; served by group %s to record why: %s", table_id, self.group.name, exc)
-        return [_Served(table_id, catalog, name, quota)]
+        return (known.group_name, known.quota) if known is not None else None
 
     # -- coordinator ----------------------------------------------------------------------------------
 
