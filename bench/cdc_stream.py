@@ -50,10 +50,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from confluent_kafka import Producer
 
-    from mixed_iceberg.logstore.kafka import ensure_topic
+    from mixed_iceberg.logstore.kafka import KafkaLogStore
 
     generate = _generator()
-    ensure_topic(args.bootstrap, args.topic, args.partitions)
+    KafkaLogStore(args.bootstrap).ensure_topic(args.topic, args.partitions)
     producer = Producer({"bootstrap.servers": args.bootstrap, "linger.ms": 20, "enable.idempotence": True})
     per_slice = max(1, round(args.rate * SLICE_S)) if args.rate else 10_000
     if args.ready is not None:

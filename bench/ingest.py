@@ -55,7 +55,7 @@ from mixed_iceberg.ingest.config import load_ingest_config
 from mixed_iceberg.ingest.job import caught_up
 from mixed_iceberg.ingest.runtime import load_table
 from mixed_iceberg.ingest.writer import SUMMARY_PREFIX, PartitionIngestor
-from mixed_iceberg.logstore.kafka import KafkaLogWriter, ensure_topic
+from mixed_iceberg.logstore.kafka import KafkaLogStore
 
 PY = sys.executable
 #: Figures in records/s, set beside the plain consumer's messages/s (one message is one record).
@@ -143,14 +143,15 @@ def library_rate(
     table = load_table(config, create=True)
     parser = CdcParser(table.arrow_schema(), table.primary_key, CdcFormat.DEBEZIUM_JSON)
     bootstrap = config.source.bootstrap_servers
-    ensure_topic(bootstrap, "bench_lib_log", 4)
+    log_store = KafkaLogStore(bootstrap)  # one client object: its writers share its clients
+    log_store.ensure_topic("bench_lib_log", 4)
     ingestors: dict[int, PartitionIngestor] = {}
     clock = Clock.start()
     records = 0
     for partitions, offsets, _, values in batches:
         for p in np.unique(partitions).tolist():
             if p not in ingestors:
-                writer = KafkaLogWriter(bootstrap, f"bench-lib-{time.time_ns()}-{p}", "bench-lib", config.source.topic, p)
+                writer = log_store.writer(f"bench-lib-{time.time_ns()}-{p}", "bench-lib", config.source.topic, p)
                 ingestors[p] = PartitionIngestor(
                     table,
                     parser,
@@ -587,7 +588,7 @@ def main() -> int:
         progress(json.dumps(results))
         progress(f"live phase: {args.rate:,.0f} events/s for {seconds:.0f} s")
         live_topic = f"{run}_live"
-        ensure_topic(bootstrap, live_topic, 4)
+        KafkaLogStore(bootstrap).ensure_topic(live_topic, 4)
         live_env = {
             **env,
             "MIXED_ICEBERG_INGEST_TOPIC": live_topic,

@@ -241,7 +241,7 @@ def _report(oracle_path: Path, bootstrap: str, env: dict[str, str]) -> int:
     from mixed_iceberg.ingest.dead_letter import DeadLetterContext
     from mixed_iceberg.ingest.runtime import load_table
     from mixed_iceberg.logstore.base import LogStoreConsumer
-    from mixed_iceberg.logstore.kafka import KafkaLogReader
+    from mixed_iceberg.logstore.kafka import KafkaLogStore
 
     config = load_ingest_config(ROOT / "conf/ingest.yaml")
     table = load_table(config)
@@ -251,10 +251,10 @@ def _report(oracle_path: Path, bootstrap: str, env: dict[str, str]) -> int:
     got = {r["id"]: (r["customer"], r["qty"], r["price"]) for r in merged.to_pylist()}
     print(f"\nmerged view of {table.name} (first 10 of {merged.num_rows:,} rows):")
     print(merged.slice(0, 10).to_pandas().to_string(index=False))
-    log = LogStoreConsumer(KafkaLogReader(bootstrap, env["MIXED_ICEBERG_INGEST_LOG_TOPIC"]), table.arrow_schema())
+    log = LogStoreConsumer(KafkaLogStore(bootstrap).reader(env["MIXED_ICEBERG_INGEST_LOG_TOPIC"]), table.arrow_schema())
     changes = log.read_all(idle_timeout=2.0)
     log.close()
-    dlq = KafkaLogReader(bootstrap, env["MIXED_ICEBERG_INGEST_DLQ"], headers=True)
+    dlq = KafkaLogStore(bootstrap).reader(env["MIXED_ICEBERG_INGEST_DLQ"], headers=True)
     letters = dlq.fetch(10_000, 3.0)
     dlq.close()
     snapshots = list(table.change_store.snapshots()) if table.change_store is not None else []

@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mixed_iceberg.logstore.kafka import ensure_topic
+from mixed_iceberg.logstore.kafka import KafkaLogStore
 
 _CHUNK = 10_000
 
@@ -128,7 +128,7 @@ def main() -> int:
 
     from confluent_kafka import Producer
 
-    ensure_topic(args.bootstrap, args.topic, args.partitions)
+    KafkaLogStore(args.bootstrap).ensure_topic(args.topic, args.partitions)
     settings: dict[str, object] = {
         "bootstrap.servers": args.bootstrap,
         "linger.ms": 20,

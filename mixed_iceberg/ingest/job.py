@@ -62,9 +62,11 @@ def caught_up(config: IngestConfig) -> bool:
     probe = TableProbe(config)
     try:
         state = probe.state()
+        return probe.caught_up(state)
     except NoSuchTableError:  # the job has not created it yet
         return False
-    return probe.caught_up(state)
+    finally:
+        probe.close()
 
 
 def _overrides(pairs: list[str]) -> dict[str, str]:
@@ -142,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return watch(client, probe, FlinkRest(url) if url else None, options)
     finally:
+        probe.close()
         if job_status(client) not in ("FAILED", "CANCELED", "FINISHED"):
             client.cancel().result()
 

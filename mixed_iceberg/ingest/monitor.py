@@ -50,7 +50,7 @@ from mixed_iceberg.ingest.progress import (
 )
 from mixed_iceberg.ingest.runtime import load_table
 from mixed_iceberg.ingest.writer import commit_writer_id, committed_offsets, log_position_group
-from mixed_iceberg.logstore.kafka import committed_positions, readable_from, watermarks
+from mixed_iceberg.logstore.kafka import KafkaLogStore
 from mixed_iceberg.store.ancestry import ancestors
 from mixed_iceberg.store.commit import COMMIT_WRITER
 from mixed_iceberg.table import MixedTable
@@ -75,6 +75,8 @@ class TableProbe:
         self._seen: int | None = None  # the newest ChangeStore snapshot already accounted for
         self._partitions: dict[int, PartitionState] = {}
         self.started_at = time.monotonic()
+        self._kafka = KafkaLogStore(config.source.bootstrap_servers)  # its clients reused poll after poll
+        self._log_store: KafkaLogStore | None = None
 
     @property
     def table(self) -> MixedTable:
@@ -89,14 +91,15 @@ class TableProbe:
     def state(self, *, status: str = "RUNNING", restarts: int = 0) -> JobState:
         """One poll: the partitions' positions and the commits made since the last poll."""
         config, source = self.config, self.config.source
-        marks = watermarks(source.bootstrap_servers, source.topic)
+        marks = self._kafka.watermarks(source.topic)
         partitions = sorted(marks)
         table_next = committed_offsets(self.table, config.job_name, source.topic, partitions)  # refreshes
         log_next: dict[int, int | None] = dict.fromkeys(partitions)
         if self.with_log:
-            address = self.table.config.layout.log_store_address or source.bootstrap_servers
+            if self._log_store is None:
+                self._log_store = KafkaLogStore(self.table.config.layout.log_store_address or source.bootstrap_servers)
             group = log_position_group(config.job_name)
-            log_next = committed_positions(address, group, source.topic, partitions, stable=False)
+            log_next = self._log_store.committed_positions(group, source.topic, partitions, stable=False)
         records = self._new_commits(partitions)
         first = self._seen is None
         for p in partitions:
@@ -129,6 +132,12 @@ class TableProbe:
             started_at=self.started_at,
         )
 
+    def close(self) -> None:
+        """Close the Kafka clients of the probe."""
+        self._kafka.close()
+        if self._log_store is not None:
+            self._log_store.close()
+
     def _new_commits(self, partitions: list[int]) -> list[CommitRecord]:
         """The job's commits in the ChangeStore snapshots after the last poll's, oldest first."""
         store = self.table.change_store
@@ -151,8 +160,7 @@ class TableProbe:
     def caught_up(self, state: JobState) -> bool:
         """Whether table (and LogStore) hold every record of the source (see :func:`~mixed_iceberg.ingest.job.caught_up`)."""
         behind = state.behind()
-        source = self.config.source
-        return not behind or not readable_from(source.bootstrap_servers, source.topic, behind)
+        return not behind or not self._kafka.readable_from(self.config.source.topic, behind)
 
 
 def _free_port() -> int:

@@ -41,16 +41,7 @@ from mixed_iceberg.ingest.writer import (
     log_position_group,
     log_transactional_id,
 )
-from mixed_iceberg.logstore.kafka import (
-    KafkaLogWriter,
-    commit_group_offsets,
-    committed_positions,
-    ensure_partitions,
-    ensure_topic,
-    fence,
-    send_wakeups,
-    watermarks,
-)
+from mixed_iceberg.logstore.kafka import KafkaLogStore
 from mixed_iceberg.table import MixedTable
 
 __all__ = ["IngestRuntime", "ResumePlan", "load_table", "prepare"]
@@ -105,42 +96,41 @@ def prepare(config: IngestConfig) -> ResumePlan:
     table = load_table(config, create=True)
     config.check_columns(table.arrow_schema(), log_store=table.config.layout.log_store_enabled)
     source = config.source
-    ensure_topic(source.bootstrap_servers, source.topic, source.partitions)
     log_topic, dead_topic = _side_outputs(table, config)
-    if log_topic is not None:
-        ensure_topic(table.config.layout.log_store_address or source.bootstrap_servers, log_topic, source.partitions)
-    if dead_topic is not None:
-        ensure_topic(source.bootstrap_servers, dead_topic, 1)
-    marks = watermarks(source.bootstrap_servers, source.topic)
-    partitions = sorted(marks)
-    table_next = committed_offsets(table, config.job_name, source.topic, partitions)
-    log_next: dict[int, int | None] = dict.fromkeys(partitions)
-    if log_topic is not None or dead_topic is not None:
-        address = _log_address(table, config)
-        # A writer of the last run that died inside a Kafka transaction holds its partition's
-        # position (and its LogStore rows) pending until fenced: fence them all first.
-        ids = [log_transactional_id(config.job_name, source.topic, p) for p in partitions]
-        log.info("fenced %d LogStore writer(s) of the last run in %.2f s", len(ids), fence(address, ids))
-        log_next = committed_positions(address, log_position_group(config.job_name), source.topic, partitions)
     with_log = log_topic is not None or dead_topic is not None
-    start = {}
-    for p in partitions:
-        known = [table_next[p], log_next[p]] if with_log else [table_next[p]]
-        # Kafka's low watermark where either side has nothing yet (retention may have moved it).
-        start[p] = max(marks[p][0], min(o if o is not None else -1 for o in known))
-    log.info("resume plan for %s: start=%s table=%s log=%s", source.topic, start, table_next, log_next)
-    _publish_start(config, start)
+    with KafkaLogStore(source.bootstrap_servers) as kafka, KafkaLogStore(_log_address(table, config)) as log_store:
+        kafka.ensure_topic(source.topic, source.partitions)
+        if log_topic is not None:
+            log_store.ensure_topic(log_topic, source.partitions)
+        if dead_topic is not None:
+            kafka.ensure_topic(dead_topic, 1)
+        marks = kafka.watermarks(source.topic)
+        partitions = sorted(marks)
+        table_next = committed_offsets(table, config.job_name, source.topic, partitions)
+        log_next: dict[int, int | None] = dict.fromkeys(partitions)
+        if with_log:
+            # A writer of the last run that died inside a Kafka transaction holds its partition's
+            # position (and its LogStore rows) pending until fenced: fence them all first.
+            ids = [log_transactional_id(config.job_name, source.topic, p) for p in partitions]
+            log.info("fenced %d LogStore writer(s) of the last run in %.2f s", len(ids), log_store.fence(ids))
+            log_next = log_store.committed_positions(log_position_group(config.job_name), source.topic, partitions)
+        start = {}
+        for p in partitions:
+            known = [table_next[p], log_next[p]] if with_log else [table_next[p]]
+            # Kafka's low watermark where either side has nothing yet (retention may have moved it).
+            start[p] = max(marks[p][0], min(o if o is not None else -1 for o in known))
+        log.info("resume plan for %s: start=%s table=%s log=%s", source.topic, start, table_next, log_next)
+        _publish_start(kafka, config, start)
     return ResumePlan(start, table_next, log_next)
 
 
-def _publish_start(config: IngestConfig, start: dict[int, int]) -> None:
+def _publish_start(kafka: KafkaLogStore, config: IngestConfig, start: dict[int, int]) -> None:
     """Commit the start offsets for the source's consumer group (the Kafka source starts from
     them), the wake-up topic's at its end: wake-ups of an earlier run are not read again."""
-    bootstrap = config.source.bootstrap_servers
-    ensure_partitions(bootstrap, config.wakeup_topic, config.parallelism)
+    kafka.ensure_partitions(config.wakeup_topic, config.parallelism)
     offsets = {(config.source.topic, p): o for p, o in start.items()}
-    offsets.update({(config.wakeup_topic, p): high for p, (_, high) in watermarks(bootstrap, config.wakeup_topic).items()})
-    commit_group_offsets(bootstrap, config.source_group, offsets)
+    offsets.update({(config.wakeup_topic, p): high for p, (_, high) in kafka.watermarks(config.wakeup_topic).items()})
+    kafka.commit_group_offsets(config.source_group, offsets)
 
 
 def _log_address(table: MixedTable, config: IngestConfig) -> str:
@@ -162,6 +152,9 @@ class IngestRuntime:
         self.table = load_table(config)
         self.parser = CdcParser(self.table.arrow_schema(), self.table.primary_key, config.source.format)
         self.log_topic, self.dead_letter_topic = _side_outputs(self.table, config)
+        # Client objects build their Kafka clients on first use: the partitions' writers share one.
+        self._source_kafka = KafkaLogStore(config.source.bootstrap_servers)
+        self._log_store = KafkaLogStore(_log_address(self.table, config))
         self._ingestors: dict[int, PartitionIngestor] = {}
         self._buffer = PartitionBuffer(
             self._commit_due,
@@ -180,8 +173,7 @@ class IngestRuntime:
         config, topic = self.config, self.config.source.topic
         writer = None
         if self.log_topic is not None or self.dead_letter_topic is not None:
-            writer = KafkaLogWriter(
-                _log_address(self.table, config),
+            writer = self._log_store.writer(
                 log_transactional_id(config.job_name, topic, partition),
                 log_position_group(config.job_name),
                 topic,
@@ -247,7 +239,7 @@ class IngestRuntime:
             exc_info=exc,
         )
         try:
-            send_wakeups(self.config.source.bootstrap_servers, self.config.wakeup_topic)
+            self._source_kafka.send_wakeups(self.config.wakeup_topic)
         except Exception:  # then the next record fails the subtask
             log.exception(
                 "%s: could not write to %s; the next record fails this subtask", self.table.name, self.config.wakeup_topic
@@ -271,3 +263,5 @@ class IngestRuntime:
             log.info("%s: ingest writer closing: %s", self.table.name, totals.summary())
             for ingestor in self._ingestors.values():
                 ingestor.close()
+            self._log_store.close()  # after its writers
+            self._source_kafka.close()

@@ -2,8 +2,10 @@
 
 The protocol (:class:`LogWriter`, :class:`LogReader`, :class:`LogStoreConsumer`) and the message
 format (:mod:`mixed_iceberg.logstore.format`) are backend-free; the Kafka backend lives in
-:mod:`mixed_iceberg.logstore.kafka` (the only module importing confluent-kafka) and an in-memory
-fake with Kafka's transaction semantics in :mod:`mixed_iceberg.logstore.memory`.
+:mod:`mixed_iceberg.logstore.kafka` (the only package importing confluent-kafka; its client object
+:class:`~mixed_iceberg.logstore.kafka.KafkaLogStore` owns the Kafka clients and one
+:class:`~mixed_iceberg.logstore.retry.RetryPolicy`) and an in-memory fake with Kafka's transaction
+semantics in :mod:`mixed_iceberg.logstore.memory` (the test double).
 """
 
 from __future__ import annotations

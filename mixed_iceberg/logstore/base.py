@@ -125,7 +125,8 @@ class LogReader(abc.ABC):
 class LogStoreConsumer:
     """Yields the LogStore's changes as typed rows, decoded column-wise from ``net1`` messages.
 
-    >>> consumer = LogStoreConsumer(KafkaLogReader("127.0.0.1:19092", "orders_log"), table.arrow_schema())  # doctest: +SKIP
+    >>> reader = KafkaLogStore("127.0.0.1:19092").reader("orders_log")                     # doctest: +SKIP
+    >>> consumer = LogStoreConsumer(reader, table.arrow_schema())                            # doctest: +SKIP
     >>> for change in consumer.changes(idle_timeout=5): ...                                              # doctest: +SKIP
     """
 

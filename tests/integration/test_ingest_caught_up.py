@@ -21,7 +21,7 @@ from confluent_kafka import Producer
 from mixed_iceberg.ingest.config import load_ingest_config
 from mixed_iceberg.ingest.job import caught_up
 from mixed_iceberg.ingest.runtime import IngestRuntime, prepare
-from mixed_iceberg.logstore.kafka import KafkaLogReader, readable_from, watermarks
+from mixed_iceberg.logstore.kafka import KafkaLogStore
 from tests.support.ingest import IngestSetup, produce
 from tests.support.services import ROOT
 
@@ -34,7 +34,7 @@ def _ingest_everything(setup: IngestSetup) -> None:
         config = load_ingest_config(ROOT / "conf" / "ingest.yaml")
         prepare(config)
         runtime = IngestRuntime(config)
-        reader = KafkaLogReader(setup.bootstrap, setup.topic)
+        reader = KafkaLogStore(setup.bootstrap).reader(setup.topic)
         try:
             while len(batch := reader.fetch(50_000, 3.0)):
                 for p in np.unique(batch.partitions).tolist():
@@ -65,7 +65,7 @@ def test_a_job_that_consumed_a_transactional_topic_is_caught_up(kafka_bootstrap:
     oracle = produce(setup, events=2_000, keys=200, transaction=True)
     _aborted_transaction(setup, 50)
     _ingest_everything(setup)
-    marks = watermarks(kafka_bootstrap, setup.topic)
+    marks = KafkaLogStore(kafka_bootstrap).watermarks(setup.topic)
     assert sum(high for _, high in marks.values()) > 2_000 + len(marks)  # markers and aborted records
     assert setup.table().scan(selected_fields=("id",)).to_arrow().num_rows == len(oracle["final"])  # type: ignore[arg-type]
 
@@ -79,12 +79,14 @@ def test_a_job_that_consumed_a_transactional_topic_is_caught_up(kafka_bootstrap:
 def test_readable_from_skips_markers_and_aborted_records(kafka_bootstrap: str, tmp_path: Path) -> None:
     setup = IngestSetup(tmp_path, kafka_bootstrap, "it-readable")
     produce(setup, events=400, keys=40, transaction=True)
-    values_end = {p: high - 1 for p, (_, high) in watermarks(kafka_bootstrap, setup.topic).items()}  # each one marker
+    values_end = {
+        p: high - 1 for p, (_, high) in KafkaLogStore(kafka_bootstrap).watermarks(setup.topic).items()
+    }  # each one marker
     _aborted_transaction(setup, 20)
-    marks = watermarks(kafka_bootstrap, setup.topic)
+    marks = KafkaLogStore(kafka_bootstrap).watermarks(setup.topic)
 
-    assert readable_from(kafka_bootstrap, setup.topic, dict.fromkeys(marks, 0)) == set(marks)
-    assert readable_from(kafka_bootstrap, setup.topic, {p: end - 1 for p, end in values_end.items()}) == set(marks)
-    assert readable_from(kafka_bootstrap, setup.topic, values_end) == set()
-    assert readable_from(kafka_bootstrap, setup.topic, {p: high for p, (_, high) in marks.items()}) == set()
-    assert readable_from(kafka_bootstrap, setup.topic, {}) == set()
+    assert KafkaLogStore(kafka_bootstrap).readable_from(setup.topic, dict.fromkeys(marks, 0)) == set(marks)
+    assert KafkaLogStore(kafka_bootstrap).readable_from(setup.topic, {p: end - 1 for p, end in values_end.items()}) == set(marks)
+    assert KafkaLogStore(kafka_bootstrap).readable_from(setup.topic, values_end) == set()
+    assert KafkaLogStore(kafka_bootstrap).readable_from(setup.topic, {p: high for p, (_, high) in marks.items()}) == set()
+    assert KafkaLogStore(kafka_bootstrap).readable_from(setup.topic, {}) == set()

@@ -25,7 +25,7 @@ import pytest
 
 from mixed_iceberg.faults import CRASH_AT
 from mixed_iceberg.ingest.writer import log_position_group
-from mixed_iceberg.logstore.kafka import committed_positions, watermarks
+from mixed_iceberg.logstore.kafka import KafkaLogStore
 from tests.integration.test_ingest_pipeline import assert_logstore_exactly_once, assert_table_matches
 from tests.support.ingest import IngestJob, IngestSetup
 from tests.support.services import ROOT
@@ -43,13 +43,15 @@ def _committed(setup: IngestSetup) -> int:
     """Progress: the table's next offsets plus the LogStore's positions, over the partitions (a
     run after a kill between the two commits may commit to the LogStore only for a while)."""
     job = setup.env["MIXED_ICEBERG_INGEST_JOB"]
-    positions = committed_positions(setup.bootstrap, log_position_group(job), setup.topic, list(range(4)), stable=False)
+    positions = KafkaLogStore(setup.bootstrap).committed_positions(
+        log_position_group(job), setup.topic, list(range(4)), stable=False
+    )
     return setup.table_next() + sum(p or 0 for p in positions.values())
 
 
 def _produced(bootstrap: str, topic: str) -> int:
     try:
-        return sum(high for _, high in watermarks(bootstrap, topic).values())
+        return sum(high for _, high in KafkaLogStore(bootstrap).watermarks(topic).values())
     except Exception:  # the producer has not created the topic yet
         return 0
 

@@ -14,14 +14,14 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from mixed_iceberg.logstore.kafka import KafkaLogWriter, LogStoreError, ensure_topic, partition_count
+from mixed_iceberg.logstore.kafka import KafkaLogStore, KafkaLogWriter, LogStoreError
 from tests.support.ingest import read_topic
 
 pytestmark = pytest.mark.integration
 
 
 def _writer(bootstrap: str, name: str) -> KafkaLogWriter:
-    return KafkaLogWriter(bootstrap, f"test-{name}", f"test-{name}-group", f"{name}_source", 0)
+    return KafkaLogStore(bootstrap).writer(f"test-{name}", f"test-{name}-group", f"{name}_source", 0)
 
 
 def test_a_missing_logstore_topic_is_an_error_and_is_not_created(kafka_bootstrap: str) -> None:
@@ -30,18 +30,18 @@ def test_a_missing_logstore_topic_is_an_error_and_is_not_created(kafka_bootstrap
     try:
         with pytest.raises(LogStoreError, match=f"expected topic {name} to exist"):
             writer.partition_count(name)
-        assert partition_count(kafka_bootstrap, name) == 0
+        assert KafkaLogStore(kafka_bootstrap).partition_count(name) == 0
         time.sleep(1.5)  # an auto-creation would have happened by now
         with pytest.raises(LogStoreError, match=f"expected topic {name} to exist"):
             writer.partition_count(name)  # not cached
-        assert partition_count(kafka_bootstrap, name) == 0
+        assert KafkaLogStore(kafka_bootstrap).partition_count(name) == 0
     finally:
         writer.close()
 
 
 def test_an_existing_logstore_topic_reports_its_partitions(kafka_bootstrap: str) -> None:
     name = f"log_{time.time_ns()}"
-    ensure_topic(kafka_bootstrap, name, 3)
+    KafkaLogStore(kafka_bootstrap).ensure_topic(name, 3)
     writer = _writer(kafka_bootstrap, name)
     try:
         assert writer.partition_count(name) == 3
@@ -53,10 +53,10 @@ def test_a_send_larger_than_the_producer_queue_delivers_every_message_once_in_or
     """``send`` produces in chunks and, when the producer's queue is full, waits and resumes
     from the message that did not fit: nothing is skipped or sent twice."""
     name = f"log_full_{time.time_ns()}"
-    ensure_topic(kafka_bootstrap, name, 2)
-    ensure_topic(kafka_bootstrap, f"{name}_source", 1)  # the position is committed for it
-    writer = KafkaLogWriter(
-        kafka_bootstrap, f"test-{name}", f"test-{name}-group", f"{name}_source", 0, {"queue.buffering.max.messages": 1000}
+    KafkaLogStore(kafka_bootstrap).ensure_topic(name, 2)
+    KafkaLogStore(kafka_bootstrap).ensure_topic(f"{name}_source", 1)  # the position is committed for it
+    writer = KafkaLogStore(kafka_bootstrap).writer(
+        f"test-{name}", f"test-{name}-group", f"{name}_source", 0, {"queue.buffering.max.messages": 1000}
     )
     values = pa.array([f"m{i}".encode() for i in range(25_000)], pa.binary())
     partitions = (np.arange(25_000) % 3 == 0).astype(np.int32)  # 0 and 1, interleaved

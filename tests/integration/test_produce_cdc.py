@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mixed_iceberg.logstore.kafka import watermarks
+from mixed_iceberg.logstore.kafka import KafkaLogStore
 from tests.support.ingest import read_topic
 
 pytestmark = pytest.mark.integration
@@ -50,5 +50,5 @@ def test_a_transactional_stream_with_shifted_keys_lands_whole_and_says_when(kafk
     values, _ = read_topic(kafka_bootstrap, topic)  # read committed
     assert len(values) == 6000
     # A transaction leaves one commit marker per partition it wrote to: offsets without a record.
-    marks = watermarks(kafka_bootstrap, topic)
+    marks = KafkaLogStore(kafka_bootstrap).watermarks(topic)
     assert sum(high - low for low, high in marks.values()) == 6000 + len(marks)

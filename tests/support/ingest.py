@@ -33,7 +33,7 @@ from mixed_iceberg.ingest.job import caught_up
 from mixed_iceberg.ingest.runtime import load_table
 from mixed_iceberg.ingest.writer import committed_offsets
 from mixed_iceberg.logstore.base import Headers, LogStoreConsumer
-from mixed_iceberg.logstore.kafka import KafkaLogReader
+from mixed_iceberg.logstore.kafka import KafkaLogStore
 from tests.support.services import ROOT
 
 __all__ = [
@@ -119,7 +119,7 @@ class IngestSetup:
 
     def log_changes(self) -> pa.Table:
         """Every committed LogStore change (read_committed), with partition and offset."""
-        reader = KafkaLogReader(self.bootstrap, self.env["MIXED_ICEBERG_INGEST_LOG_TOPIC"])
+        reader = KafkaLogStore(self.bootstrap).reader(self.env["MIXED_ICEBERG_INGEST_LOG_TOPIC"])
         consumer = LogStoreConsumer(reader, self.table().arrow_schema())
         try:
             return consumer.read_all(idle_timeout=3.0)
@@ -232,7 +232,7 @@ def produce_more(setup: IngestSetup, oracle: dict[str, object], events: int, key
 
 def read_records(bootstrap: str, topic: str) -> tuple[pa.Array, npt.NDArray[np.int32], npt.NDArray[np.int64], list[Headers]]:
     """All committed values of ``topic`` with partitions, offsets and headers, partition by partition in offset order."""
-    reader = KafkaLogReader(bootstrap, topic, headers=True)
+    reader = KafkaLogStore(bootstrap).reader(topic, headers=True)
     values, partitions, offsets, headers = [], [], [], []
     try:
         while True:

@@ -18,7 +18,7 @@ import sys
 from mixed_iceberg.ingest.config import load_ingest_config, pin_catalog
 from mixed_iceberg.ingest.job import caught_up
 from mixed_iceberg.ingest.runtime import IngestRuntime, prepare
-from mixed_iceberg.logstore.kafka import KafkaLogReader
+from mixed_iceberg.logstore.kafka import KafkaLogStore
 
 __all__ = ["main"]
 
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = prepare(config)
     print(f"prepared: start={plan.start}", flush=True)
     runtime = IngestRuntime(config)
-    reader = KafkaLogReader(config.source.bootstrap_servers, config.source.topic, start=plan.start)
+    reader = KafkaLogStore(config.source.bootstrap_servers).reader(config.source.topic, start=plan.start)
     try:
         idle = 0
         while idle < 3 or not caught_up(config):

@@ -14,7 +14,14 @@ pytest.importorskip("confluent_kafka", reason="the kafka extra: the retry classi
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from mixed_iceberg.logstore import LogStoreError
-from mixed_iceberg.logstore import kafka as kafka_module
+from mixed_iceberg.logstore.kafka.offsets import watermark
+from mixed_iceberg.logstore.kafka.transport import KafkaTransport
+from mixed_iceberg.logstore.retry import RetryPolicy
+
+
+def _transport() -> KafkaTransport:
+    """No broker is asked: the consumer double answers, and the policy does not wait."""
+    return KafkaTransport("127.0.0.1:9", RetryPolicy(sleep=lambda _: None))
 
 
 class _Consumer:
@@ -29,16 +36,14 @@ class _Consumer:
         return 0, 42
 
 
-def test_a_partition_without_a_leader_yet_is_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kafka_module.time, "sleep", lambda _: None)
+def test_a_partition_without_a_leader_yet_is_asked_again() -> None:
     consumer = _Consumer([KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE])
-    assert kafka_module._watermark(consumer, TopicPartition("t", 0)) == (0, 42)  # type: ignore[arg-type]
+    assert watermark(_transport(), consumer, TopicPartition("t", 0)) == (0, 42)  # type: ignore[arg-type]
     assert consumer.calls == 3
 
 
-def test_an_error_retrying_cannot_mend_is_a_logstore_error_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kafka_module.time, "sleep", lambda _: None)
+def test_an_error_retrying_cannot_mend_is_a_logstore_error_at_once() -> None:
     consumer = _Consumer([KafkaError.TOPIC_AUTHORIZATION_FAILED])
     with pytest.raises(LogStoreError, match=r"offsets of t \[3\]"):
-        kafka_module._watermark(consumer, TopicPartition("t", 3))  # type: ignore[arg-type]
+        watermark(_transport(), consumer, TopicPartition("t", 3))  # type: ignore[arg-type]
     assert consumer.calls == 1

@@ -15,11 +15,11 @@ import pytest
 pytest.importorskip("confluent_kafka", reason="the kafka extra: mixed_iceberg.ingest.runtime imports the Kafka backend")
 
 from mixed_iceberg.exceptions import WriterFailedError
-from mixed_iceberg.ingest import runtime as runtime_module
 from mixed_iceberg.ingest.buffering import WAKEUP_PARTITION
 from mixed_iceberg.ingest.config import IngestConfig
 from mixed_iceberg.ingest.runtime import IngestRuntime
 from mixed_iceberg.ingest.writer import committed_offsets
+from mixed_iceberg.logstore.kafka import KafkaLogStore
 
 
 def _config(tmp_path: Path, **overrides: object) -> IngestConfig:
@@ -121,7 +121,7 @@ def _fail_background_commits(
     """Buffer records of ``partitions`` with every commit failing; returns the (bootstrap, topic)
     wake-ups the committer sent once its commit failed."""
     wakeups: list[tuple[str, str]] = []
-    monkeypatch.setattr(runtime_module, "send_wakeups", lambda bootstrap, topic: wakeups.append((bootstrap, topic)))
+    monkeypatch.setattr(KafkaLogStore, "send_wakeups", lambda store, topic: wakeups.append((store.bootstrap, topic)))
 
     def failing_commit(
         partition: int, offsets: npt.NDArray[np.int64], values: pa.Array, *, received_ms: int | None = None
