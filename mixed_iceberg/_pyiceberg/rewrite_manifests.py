@@ -19,8 +19,8 @@ from pyiceberg.table.snapshots import Operation, Summary
 from pyiceberg.table.update.snapshot import _SnapshotProducer
 from pyiceberg.typedef import EMPTY_DICT
 
+from mixed_iceberg._pyiceberg.access import ManifestAccess
 from mixed_iceberg._pyiceberg.row_delta import DeleteManifestWriter
-from mixed_iceberg.store.damage import MANIFEST, MANIFEST_LIST, reading
 
 __all__ = ["ManifestRewrite", "has_deleted_entries"]
 
@@ -45,12 +45,15 @@ class ManifestRewrite(_SnapshotProducer["ManifestRewrite"]):
     ``plan`` bins the parent's manifests; a bin of one manifest without DELETED entries is
     kept as it is, every other bin is merged into one manifest. :meth:`commit_rewrite` stages the
     snapshot and commits it (pyiceberg's ``CommitFailedException`` or ``ValidationException``:
-    it did not land).
+    it did not land). ``access`` reads the manifests (:data:`mixed_iceberg.store.rewrite.MANIFEST_ACCESS`).
     """
 
-    def __init__(self, store: Table, plan: Callable[[list[ManifestFile]], list[list[ManifestFile]]]) -> None:
+    def __init__(
+        self, store: Table, plan: Callable[[list[ManifestFile]], list[list[ManifestFile]]], access: ManifestAccess
+    ) -> None:
         super().__init__(Operation.REPLACE, store.transaction(), store.io)
         self._plan = plan
+        self._access = access
         self.manifests_before = 0
         self.manifests_after = 0
         self.manifests_written = 0
@@ -66,7 +69,7 @@ class ManifestRewrite(_SnapshotProducer["ManifestRewrite"]):
         first = manifests[0]
         entries = []
         for manifest in manifests:
-            with reading(self._io, MANIFEST, manifest.manifest_path):
+            with self._access.manifest(self._io, manifest.manifest_path):
                 entries.extend(self.fetch_manifest_entry(manifest, discard_deleted=True))
         if not entries:
             return None
@@ -92,7 +95,7 @@ class ManifestRewrite(_SnapshotProducer["ManifestRewrite"]):
         )
         if parent is None:
             return []
-        with reading(self._io, MANIFEST_LIST, parent.manifest_list):
+        with self._access.manifest_list(self._io, parent.manifest_list):
             manifests = parent.manifests(self._io)
         self.manifests_before = len(manifests)
         result = []

@@ -51,9 +51,7 @@ from pyiceberg.table.update import AddSnapshotUpdate
 from pyiceberg.table.update.snapshot import _SnapshotProducer
 from pyiceberg.typedef import EMPTY_DICT, Record
 
-from mixed_iceberg.options import MANIFEST_MERGE_ENABLED, MANIFEST_MIN_COUNT_TO_MERGE, MANIFEST_TARGET_SIZE
-from mixed_iceberg.store.damage import MANIFEST, MANIFEST_LIST, reading
-from mixed_iceberg.store.manifests.live_files import manifest_entries, remember_entries
+from mixed_iceberg._pyiceberg.access import ManifestAccess, ManifestMerge
 
 __all__ = ["DeleteManifestWriter", "add_snapshot_properties", "spec_id_of", "stage_rewrite"]
 
@@ -61,6 +59,8 @@ __all__ = ["DeleteManifestWriter", "add_snapshot_properties", "spec_id_of", "sta
 def stage_rewrite(
     txn: Transaction,
     *,
+    access: ManifestAccess,
+    merge: ManifestMerge,
     add_data: Sequence[DataFile] = (),
     remove_data: Sequence[DataFile] = (),
     add_deletes: Sequence[DataFile] = (),
@@ -74,6 +74,8 @@ def stage_rewrite(
     Removed files must be live in the branch head; their manifest entries are kept as DELETED
     (with their sequence numbers), every other live entry is carried over. Added files get the
     new snapshot's sequence number, so equality deletes added here apply to older data only.
+    ``access`` reads the parent's manifests, ``merge`` says when small manifests are merged
+    (callers pass this package's: :func:`mixed_iceberg.store.rewrite.stage_rewrite`).
     The operation is inferred unless given: ``append`` (data added only), ``delete`` (no data
     added, but data files removed or delete files added), ``overwrite`` otherwise. Pass
     ``Operation.REPLACE`` for a rewrite that keeps the table's rows (compaction, dropping
@@ -106,7 +108,7 @@ def stage_rewrite(
         operation = _infer_operation(bool(add_data), bool(remove_data), bool(add_deletes), bool(remove_deletes))
     elif (operation == Operation.APPEND and (removed or add_deletes)) or (operation == Operation.DELETE and add_data):
         raise ValueError(f"operation {operation.value} cannot add {len(added)} and remove {len(removed)} files like this")
-    producer = _RewriteFiles(txn, operation, added, removed, dict(snapshot_properties))
+    producer = _RewriteFiles(txn, operation, added, removed, dict(snapshot_properties), access, merge)
     try:
         producer.commit()  # registers the producer for retries, then stages its updates
     except BaseException:
@@ -226,21 +228,20 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
         added: list[DataFile],
         removed: list[DataFile],
         snapshot_properties: dict[str, str],
+        access: ManifestAccess,
+        merge: ManifestMerge,
     ) -> None:
         super().__init__(operation, txn, txn._table.io, snapshot_properties=snapshot_properties)
+        self._access = access
         self._added_data_files = added
         self._to_remove = {f.file_path: f for f in removed}
         self._removed_entries: list[ManifestEntry] = []
         #: The live entries of each manifest this attempt wrote, to seed the entry cache with
         #: once the snapshot lands (:meth:`remember_committed`).
         self._written_entries: dict[str, list[ManifestEntry]] = {}
-        properties = txn.table_metadata.properties
-        # Read through the option registry: Iceberg's defaults (pyiceberg's merge default is off,
-        # Java's is on), and a zero or bad value is the registry's PropertyError, not a default.
-        name = ".".join(txn._table.name())
-        self._merge_enabled = MANIFEST_MERGE_ENABLED.read(properties, name)
-        self._merge_min_count = MANIFEST_MIN_COUNT_TO_MERGE.read(properties, name)
-        self._merge_target = MANIFEST_TARGET_SIZE.read(properties, name)
+        self._merge_enabled = merge.enabled
+        self._merge_min_count = merge.min_count
+        self._merge_target = merge.target_size
 
     def _manifests(self) -> list[ManifestFile]:
         # Plan before writing, so a missing file leaves no orphan manifest behind.
@@ -292,7 +293,7 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
             for manifest, entries in plan:
                 if self._mergeable(manifest) != key:
                     continue
-                for entry in entries if entries is not None else manifest_entries(self._io, manifest):
+                for entry in entries if entries is not None else self._access.live_entries(self._io, manifest):
                     if entry.data_file.file_path in self._to_remove:
                         writer.delete(entry)
                     else:
@@ -313,13 +314,13 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
             key: self._may_hold(key[1], parts) for key, parts in partitions.items()
         }
         plan: list[tuple[ManifestFile, list[ManifestEntry] | None]] = []
-        with reading(self._io, MANIFEST_LIST, parent.manifest_list):
+        with self._access.manifest_list(self._io, parent.manifest_list):
             manifests = parent.manifests(self._io)
         for manifest in manifests:
             if not (manifest.has_added_files() or manifest.has_existing_files()):
                 continue  # only DELETED entries of an older snapshot: nothing live to carry
             check = may_hold.get((manifest.content, manifest.partition_spec_id))
-            entries = list(manifest_entries(self._io, manifest)) if check and check(manifest) else None
+            entries = list(self._access.live_entries(self._io, manifest)) if check and check(manifest) else None
             removed = [e for e in entries or () if e.data_file.file_path in self._to_remove]
             self._removed_entries.extend(removed)
             plan.append((manifest, entries if removed else None))
@@ -373,7 +374,7 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
         for manifest in snapshot.manifests(self._io):
             live = self._written_entries.get(manifest.manifest_path)
             if live is not None:
-                remember_entries(manifest, live)
+                self._access.remember(manifest, live)
         self._written_entries = {}
 
     def _rewrite(self, manifest: ManifestFile, entries: list[ManifestEntry] | None) -> ManifestFile:
@@ -437,7 +438,7 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
         specs = metadata.specs()
         base_id = window.base.snapshot_id if window.base is not None else None
         for snapshot in ancestors_between_ids(base_id, window.head.snapshot_id, metadata):
-            with reading(self._io, MANIFEST_LIST, snapshot.manifest_list):
+            with self._access.manifest_list(self._io, snapshot.manifest_list):
                 manifests = snapshot.manifests(self._io)
             for manifest in manifests:
                 if manifest.added_snapshot_id != snapshot.snapshot_id:
@@ -449,7 +450,7 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
                 )
                 if not watch:
                     continue
-                with reading(self._io, MANIFEST, manifest.manifest_path):
+                with self._access.manifest(self._io, manifest.manifest_path):
                     entries = manifest.fetch_manifest_entry(self._io, discard_deleted=False)
                 for entry in entries:
                     f = entry.data_file

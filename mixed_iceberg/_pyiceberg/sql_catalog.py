@@ -27,8 +27,13 @@ and the one writer no longer block each other across processes (ingest and optim
 share the file), and a commit costs no fsync of the journal. A crash of the process loses
 nothing committed; a power loss may lose the last commits but never corrupts the catalog.
 
-A new table goes to ``<warehouse>/<db>/<table>`` unless that folder still holds files; then to
-``<warehouse>/<db>/<table>-<uuid>`` (see :mod:`mixed_iceberg.catalog.locations`).
+A new table goes to ``<warehouse>/<db>/<table>`` unless :meth:`~SqlCatalogWithCache.location_taken`
+says that folder still holds files; then to ``<warehouse>/<db>/<table>-<uuid>``.
+
+The seam imports nothing of ours: what the layers above decide (whether a folder is taken, how
+metadata JSON is written, how a damaged metadata file is reported, which table a ``FileIO``
+reads) are public hook methods with plain defaults, overridden by
+:class:`mixed_iceberg.catalog.sql.MixedSqlCatalog`.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,9 +60,6 @@ from sqlalchemy import Select, bindparam, event, select
 from mixed_iceberg._pyiceberg import apply_patches
 from mixed_iceberg._pyiceberg.patches import updated_metadata
 from mixed_iceberg.caching import LruCache
-from mixed_iceberg.catalog.locations import location_taken
-from mixed_iceberg.catalog.metadata_json import write_metadata
-from mixed_iceberg.store.damage import METADATA_FILE, reading, register
 
 __all__ = ["MetadataCache", "SqlCatalogWithCache", "metadata_locations"]
 
@@ -78,7 +81,12 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
 
 
 class SqlCatalogWithCache(SqlCatalog):
-    """A :class:`SqlCatalog` that parses each metadata file once and commits without deep copies."""
+    """A :class:`SqlCatalog` that parses each metadata file once and commits without deep copies.
+
+    The public hooks (:meth:`location_taken`, :meth:`write_metadata_file`,
+    :meth:`reading_metadata`, :meth:`opened`) behave as pyiceberg does; a subclass above the
+    seam gives them this package's behaviour.
+    """
 
     def __init__(self, name: str, **properties: str) -> None:
         apply_patches()
@@ -93,15 +101,29 @@ class SqlCatalogWithCache(SqlCatalog):
     def _resolve_table_location(self, location: str | None, database_name: str, table_name: str) -> str:
         """pyiceberg's default location, or a fresh one beside it when that folder holds files."""
         resolved = super()._resolve_table_location(location, database_name, table_name)
-        if location or not location_taken(resolved, self.properties):
+        if location or not self.location_taken(resolved):
             return resolved
         fresh = f"{resolved}-{uuid.uuid4().hex}"
         log.info("%s.%s: folder %s holds files of another table; created at %s", database_name, table_name, resolved, fresh)
         return fresh
 
-    @staticmethod
-    def _write_metadata(metadata: TableMetadata, io: FileIO, metadata_path: str) -> None:
-        write_metadata(metadata, io, metadata_path)  # pyiceberg's bytes, history serialised once
+    def location_taken(self, location: str) -> bool:
+        """Hook: whether a new table must not go to ``location`` (pyiceberg: never)."""
+        return False
+
+    def write_metadata_file(self, metadata: TableMetadata, io: FileIO, metadata_path: str) -> None:
+        """Hook: write a new metadata file (pyiceberg's writer)."""
+        SqlCatalog._write_metadata(metadata, io, metadata_path)
+
+    def reading_metadata(self, io: FileIO, location: str, table: str) -> AbstractContextManager[object]:
+        """Hook: wraps the read of ``table``'s metadata file ``location`` (its errors unchanged)."""
+        return nullcontext()
+
+    def opened(self, io: FileIO, table: str) -> None:
+        """Hook: ``io`` now reads the files of ``table`` (nothing to do)."""
+
+    def _write_metadata(self, metadata: TableMetadata, io: FileIO, metadata_path: str) -> None:  # type: ignore[override]
+        self.write_metadata_file(metadata, io, metadata_path)  # pyiceberg calls it on the instance
 
     def _build_location_query(self) -> Select[str | None]:
         query = select(IcebergTables.metadata_location).where(
@@ -135,13 +157,13 @@ class SqlCatalogWithCache(SqlCatalog):
         """The table whose current metadata file is ``location``.
 
         Raises:
-            MissingFileError: the metadata file is gone.
-            CorruptFileError: the metadata file does not parse.
+            Exception: what :meth:`reading_metadata` makes of a metadata file that is gone or
+                does not parse (``MissingFileError``, ``CorruptFileError`` in a subclass above).
         """
         metadata = self.metadata_cache.get(location)
         if metadata is None:
             io = load_file_io(properties=self.properties, location=location)
-            with reading(io, METADATA_FILE, location, table=f"{namespace}.{name}"):
+            with self.reading_metadata(io, location, f"{namespace}.{name}"):
                 metadata = FromInputFile.table_metadata(io.new_input(location))
             self.metadata_cache.put(location, metadata)
         table = Table(
@@ -151,7 +173,7 @@ class SqlCatalogWithCache(SqlCatalog):
             io=self._load_file_io(metadata.properties, location),
             catalog=self,
         )
-        register(table.io, f"{namespace}.{name}")  # names the table in the errors of damaged files
+        self.opened(table.io, f"{namespace}.{name}")
         return table
 
     def table_exists(self, identifier: str | Identifier) -> bool:

@@ -7,9 +7,9 @@ from pathlib import Path
 from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.rest import RestCatalog
 
-from mixed_iceberg._pyiceberg.sql_catalog import SqlCatalogWithCache
 from mixed_iceberg.catalog.config import CatalogConfig, load_catalog_config
 from mixed_iceberg.catalog.mixed_catalog import MixedCatalog
+from mixed_iceberg.catalog.sql import MixedSqlCatalog
 from mixed_iceberg.exceptions import ConfigError
 
 __all__ = ["CatalogConfig", "MixedCatalog", "load_catalog"]
@@ -19,7 +19,7 @@ def _iceberg_catalog(config: CatalogConfig) -> Catalog:
     props = config.iceberg_properties()
     try:
         if config.type == "sql":
-            return SqlCatalogWithCache(config.name, **props)
+            return MixedSqlCatalog(config.name, **props)
         return RestCatalog(config.name, **props)
     except Exception as exc:  # driver and connection errors vary by backend; all are config problems here
         raise ConfigError(

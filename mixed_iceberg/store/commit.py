@@ -20,7 +20,6 @@ from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.snapshots import Operation
 
-from mixed_iceberg._pyiceberg.row_delta import stage_rewrite
 from mixed_iceberg._pyiceberg.transaction import GuardedTransaction, StagedAppend, stage_merge_append
 from mixed_iceberg.exceptions import (
     CommitConflictError,
@@ -33,6 +32,7 @@ from mixed_iceberg.options import MANIFEST_MERGE_ENABLED
 from mixed_iceberg.store.ancestry import ancestors
 from mixed_iceberg.store.damage import MANIFEST, reading
 from mixed_iceberg.store.manifests.live_files import manifests_of
+from mixed_iceberg.store.rewrite import stage_rewrite
 from mixed_iceberg.typedef import CommitId
 
 __all__ = [

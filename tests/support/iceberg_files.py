@@ -20,7 +20,7 @@ from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
-from mixed_iceberg._pyiceberg.row_delta import stage_rewrite
+from mixed_iceberg.store.rewrite import stage_rewrite
 from mixed_iceberg.store.write.data_file import write_data_file
 from mixed_iceberg.store.write.position_deletes import write_position_deletes
 

@@ -28,6 +28,7 @@ from pyiceberg.table import Table
 from mixed_iceberg._pyiceberg.rewrite_manifests import ManifestRewrite, has_deleted_entries
 from mixed_iceberg.exceptions import CommitConflictError, CommitStateUnknownError, CorruptTableError
 from mixed_iceberg.store.manifests.live_files import manifests_of
+from mixed_iceberg.store.rewrite import MANIFEST_ACCESS
 
 __all__ = ["RewriteOutcome", "pack_manifests", "rewrite_manifests"]
 
@@ -93,7 +94,7 @@ def rewrite_manifests(store: Table, *, target_size: int, table_name: str) -> Rew
     manifests = manifests_of(store, current)
     if not _needs_rewrite(manifests, target_size):
         return RewriteOutcome(None, len(manifests), len(manifests), 0, 0)
-    producer = ManifestRewrite(store, lambda manifests: pack_manifests(manifests, target_size))
+    producer = ManifestRewrite(store, lambda manifests: pack_manifests(manifests, target_size), MANIFEST_ACCESS)
     try:
         producer.commit_rewrite()
     except (CommitFailedException, ValidationException) as exc:

@@ -20,7 +20,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.typedef import Record
 
 from mixed_iceberg import TableFormat
-from mixed_iceberg._pyiceberg.row_delta import stage_rewrite
+from mixed_iceberg.store.rewrite import stage_rewrite
 from tests.support.partitions import (
     SCHEMA,
     SPECS,

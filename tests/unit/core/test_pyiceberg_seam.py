@@ -160,3 +160,33 @@ except Exception as exc:
     }
     assert runs["plain"].stdout.strip() == "ValidationError", runs["plain"].stdout + runs["plain"].stderr
     assert runs["patched"].stdout.strip() == "2", runs["patched"].stdout + runs["patched"].stderr
+
+
+#: What the seam may import of ours besides itself: modules that import nothing of ours either.
+_BELOW_THE_SEAM = {"mixed_iceberg.caching"}
+
+
+def _our_imports(path: Path) -> set[str]:
+    """The ``mixed_iceberg`` modules ``path`` imports (every import: module level, TYPE_CHECKING, functions)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name == "mixed_iceberg" or name.startswith("mixed_iceberg.")}
+
+
+@pytest.mark.parametrize("path", sorted(SEAM.glob("*.py")), ids=lambda path: path.name)
+def test_the_seam_is_a_leaf_what_it_needs_is_passed_in(path: Path) -> None:
+    """The seam imports no package above it (the store's damage reads, the manifest cache, the
+    catalog's locations and metadata writer, the option registry): those are handed in, as a
+    ``ManifestAccess`` or through the SQL catalog's hook methods."""
+    outside = {name for name in _our_imports(path) if not name.startswith("mixed_iceberg._pyiceberg")}
+    assert outside <= _BELOW_THE_SEAM, f"{path.name} imports {sorted(outside - _BELOW_THE_SEAM)}"
+
+
+def test_what_the_seam_may_import_imports_nothing_of_ours() -> None:
+    for module in _BELOW_THE_SEAM:
+        path = PACKAGE / f"{module.removeprefix('mixed_iceberg.').replace('.', '/')}.py"
+        assert _our_imports(path) == set(), f"{module} must stay a leaf below the seam"

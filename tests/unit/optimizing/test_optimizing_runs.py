@@ -14,7 +14,6 @@ from pyiceberg.schema import Schema
 from pyiceberg.typedef import Record
 
 from mixed_iceberg import MixedTable, TableFormat
-from mixed_iceberg._pyiceberg.row_delta import stage_rewrite
 from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
 from mixed_iceberg.exceptions import CommitConflictError
 from mixed_iceberg.format import parse_base
@@ -23,6 +22,7 @@ from mixed_iceberg.optimizing.engine import TableOptimizing
 from mixed_iceberg.optimizing.model import OptimizingType
 from mixed_iceberg.store.commit import commit_files
 from mixed_iceberg.store.manifests.live_files import live_files
+from mixed_iceberg.store.rewrite import stage_rewrite
 from mixed_iceberg.store.write.data_file import write_data_file
 from mixed_iceberg.store.write.position_deletes import write_position_deletes
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of

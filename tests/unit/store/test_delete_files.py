@@ -22,9 +22,9 @@ from pyiceberg.table.delete_file_index import DeleteFileIndex
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.typedef import Record
 
-from mixed_iceberg._pyiceberg.row_delta import stage_rewrite
 from mixed_iceberg.store.equality_deletes import anti_join_null_safe, plan_equality_scan, scan_with_equality_deletes
 from mixed_iceberg.store.manifests.live_files import LiveFile, live_files
+from mixed_iceberg.store.rewrite import stage_rewrite
 from mixed_iceberg.store.write.position_deletes import (
     FILE_PATH_FIELD_ID,
     POS_FIELD_ID,

@@ -14,10 +14,10 @@ from typing import Any
 from pyiceberg.manifest import ManifestEntry
 from pyiceberg.table import Table
 
-from mixed_iceberg._pyiceberg.row_delta import stage_rewrite
 from mixed_iceberg._pyiceberg.transaction import GuardedTransaction
 from mixed_iceberg.store.manifests import live_files as live_files_module
 from mixed_iceberg.store.manifests.live_files import live_files
+from mixed_iceberg.store.rewrite import stage_rewrite
 from tests.support.iceberg_files import Row, commit, data_file, new_table, pos_deletes
 
 ROWS_A: list[Row] = [(i, "x", "a", i) for i in range(6)]
