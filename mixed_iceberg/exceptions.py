@@ -33,6 +33,7 @@
     ├── CommitStateUnknownError     a commit may or may not have landed; its files are kept
     ├── TransactionClosedError      a write to a transaction already committed or aborted
     ├── WriterFailedError           an ingest writer's commit failed; it must be restarted
+    ├── TableBusyError              the optimizer's system database holds a process in flight for the table
     └── LogStoreError               a LogStore (Kafka) operation failed: a missing topic, an undelivered message
 
 Messages name the table and say what was expected and what was found.
@@ -69,6 +70,7 @@ __all__ = [
     "SchemaEvolutionError",
     "SchemaMismatchError",
     "SnapshotExpiredError",
+    "TableBusyError",
     "TableExistsError",
     "TransactionClosedError",
     "UnsupportedColumnTypeError",
