@@ -2,13 +2,15 @@
 
 Scans, change transactions, bulk loads, optimizing and maintenance take a handle rather than
 the :class:`~mixed_iceberg.table.MixedTable` facade: its name, its stores, its key and its
-parsed :class:`~mixed_iceberg.table_config.TableConfig`. A handle never refreshes anything;
-only the facade does, and a fresh handle comes with each refresh. A service that must see
-the table's latest state (optimizing re-plans after a lost race) is given a
-:data:`Refresh` callable, the facade's.
+parsed :class:`~mixed_iceberg.table_config.TableConfig`. The facade builds a new handle on
+each load and refresh; a service that must see the table's latest state (optimizing re-plans
+after a lost race) is given a :data:`Refresh` callable, the facade's.
 
-The stores are pyiceberg tables, so a store committed through a handle advances in place;
-the handle's ``config`` stays what it was parsed from.
+What a handle guarantees: its name, format, key and ``config`` never change. Its stores are
+pyiceberg tables and are not frozen: a commit through them, or a service's ``refresh()`` right
+before committing or at the start of a maintenance step, moves them forward in place. An
+operation that needs one state takes it once at its start (a scan's snapshots, an optimizing
+task's pinned metadata files). See ``docs/architecture.md`` for every place that refreshes.
 """
 
 from __future__ import annotations
