@@ -32,8 +32,8 @@ from mixed_iceberg.changestore.batch import ACTION_COLUMN
 from mixed_iceberg.changestore.transaction import ChangeTransaction
 from mixed_iceberg.exceptions import MissingKeyError
 from mixed_iceberg.format import WriterIdentity
-from mixed_iceberg.reader.engines import merge_by_engine
-from mixed_iceberg.reader.merge import LSN, key_codes
+from mixed_iceberg.merge.engines import merge_by_engine
+from mixed_iceberg.merge.latest import LSN, key_codes
 from mixed_iceberg.schema import arrow_schema, conform
 from mixed_iceberg.store.commit import CommitOutcome, Stager, commit_files, last_committed_sequence
 from mixed_iceberg.store.manifests.live_files import live_files

@@ -27,7 +27,7 @@ from pyiceberg.typedef import Record
 
 from mixed_iceberg.exceptions import MissingKeyError, RepeatedKeyError
 from mixed_iceberg.format import DataTreeNode, WriterIdentity
-from mixed_iceberg.reader.merge import key_codes
+from mixed_iceberg.merge.latest import key_codes
 from mixed_iceberg.schema import arrow_schema, conform
 from mixed_iceberg.store.write.data_file import data_location
 from mixed_iceberg.store.write.layout import RowGroup, split_rows

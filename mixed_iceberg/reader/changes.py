@@ -33,11 +33,11 @@ from mixed_iceberg._pyiceberg.arrow_filters import arrow_filter
 from mixed_iceberg.arrow_types import empty_table
 from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
 from mixed_iceberg.exceptions import InvalidScanError, NoSuchSnapshotError, NotKeyedTableError, SnapshotExpiredError
+from mixed_iceberg.merge.engines import scan_states
+from mixed_iceberg.merge.equality import equal_rows
+from mixed_iceberg.merge.latest import LSN, KeyIndex, key_codes
 from mixed_iceberg.reader.change_timeline import Timeline, plan_timeline
-from mixed_iceberg.reader.engines import scan_states
-from mixed_iceberg.reader.equality import equal_rows
 from mixed_iceberg.reader.filters import split_filter
-from mixed_iceberg.reader.merge import LSN, KeyIndex, key_codes
 from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.plan import PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import read_change_rows
@@ -113,7 +113,7 @@ def derive_actions(
 
 def _equal_rows(states: pa.Table, left: npt.NDArray[np.int64], right: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
     """Whether the states at ``left`` and ``right`` are equal in every column (nulls equal,
-    nested columns too: :mod:`mixed_iceberg.reader.equality`)."""
+    nested columns too: :mod:`mixed_iceberg.merge.equality`)."""
     return equal_rows(states, states, np.maximum(left, 0), np.maximum(right, 0))
 
 

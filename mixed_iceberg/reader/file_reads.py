@@ -38,9 +38,9 @@ from mixed_iceberg._pyiceberg.arrow_filters import arrow_filter
 from mixed_iceberg.arrow_types import empty_table
 from mixed_iceberg.caching import LruCache
 from mixed_iceberg.exceptions import CorruptTableError
+from mixed_iceberg.merge.latest import keep_rows
+from mixed_iceberg.merge.runs import Runs
 from mixed_iceberg.reader.field_ids import history_fits_by_name
-from mixed_iceberg.reader.merge import keep_rows
-from mixed_iceberg.reader.runs import Runs
 from mixed_iceberg.reader.small_files import are_small, read_small_files
 from mixed_iceberg.sorting import stable_order
 from mixed_iceberg.store.damage import expected, locating

@@ -2,7 +2,7 @@
 
 ``merge-engine`` (deduplicate, partial-update, aggregation, first-row), ``sequence.field``,
 ``ignore-delete`` and ``fields.<column>.aggregate-function`` / ``ignore-retract`` /
-``list-agg-delimiter``. What each engine does with a key's rows: :mod:`mixed_iceberg.reader.engines`.
+``list-agg-delimiter``. What each engine does with a key's rows: :mod:`mixed_iceberg.merge.engines`.
 """
 
 from __future__ import annotations

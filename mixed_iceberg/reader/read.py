@@ -21,11 +21,11 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
 
 from mixed_iceberg.arrow_types import empty_table
+from mixed_iceberg.merge.latest import BASE_OFFSET, LSN, keep_rows, pack_lsn
+from mixed_iceberg.merge.runs import Runs
 from mixed_iceberg.reader.change_files import change_file_schemas, read_change_files
 from mixed_iceberg.reader.file_reads import filesystem_for, read_data_files, read_files
-from mixed_iceberg.reader.merge import BASE_OFFSET, LSN, keep_rows, pack_lsn
 from mixed_iceberg.reader.plan import ChangeFileRef
-from mixed_iceberg.reader.runs import Runs
 from mixed_iceberg.schema import FILE_OFFSET_FIELD, arrow_schema
 from mixed_iceberg.store.damage import CHANGE_FILE, ExpectedFile, expected, locating
 

@@ -1,7 +1,7 @@
 """Merged reads of a Mixed-Iceberg table: ``table.scan(...).to_arrow()``.
 
 BaseStore rows (position deletes applied) and the ChangeStore's unmerged rows (the tail):
-of all rows of a key, the latest by LSN decides it (:mod:`mixed_iceberg.reader.merge`).
+of all rows of a key, the latest by LSN decides it (:mod:`mixed_iceberg.merge.latest`).
 See DESIGN.md, "Read".
 """
 
@@ -29,11 +29,11 @@ from mixed_iceberg._pyiceberg.scan import ScanEvaluators
 from mixed_iceberg.basestore.optimized_sequence import merged_through, read_optimized_sequence
 from mixed_iceberg.exceptions import InvalidScanError, NoSuchSnapshotError, SnapshotExpiredError
 from mixed_iceberg.format import parse_base
-from mixed_iceberg.reader.engines import merge_by_engine
+from mixed_iceberg.merge.engines import merge_by_engine
+from mixed_iceberg.merge.latest import LSN, KeyedRows, keep_rows, latest_by_key
 from mixed_iceberg.reader.file_reads import read_positional
 from mixed_iceberg.reader.filters import split_filter
 from mixed_iceberg.reader.groups import BaseFileInfo, ChangeFileInfo, FileGroup, group_files, keys_stay_in_partition
-from mixed_iceberg.reader.merge import LSN, KeyedRows, keep_rows, latest_by_key
 from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.merge_task import MergeTask
 from mixed_iceberg.reader.plan import ChangeFileRef, PartitionIndex, plan_change_files

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from mixed_iceberg.reader.merge import KeyIndex
+from mixed_iceberg.merge.latest import KeyIndex
 
 __all__ = ["ACTION", "diff_states", "with_actions"]
 

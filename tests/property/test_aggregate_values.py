@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mixed_iceberg.reader.engines import scan_states
+from mixed_iceberg.merge.engines import scan_states
 from mixed_iceberg.reader.merge_options import MergeConfig, MergeEngine
 from tests.support.iceberg_types import canonical
 

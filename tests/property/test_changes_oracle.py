@@ -205,7 +205,7 @@ def test_a_range_whose_change_files_the_ttl_removed_says_so_and_from_the_beginni
 
 def test_changes_under_a_merge_engine_compare_nested_rows(tmp_path: Path) -> None:
     """A partial-update row that leaves the state as it was emits nothing, nested columns
-    included (Arrow has no equality kernel for them: reader/equality.py)."""
+    included (Arrow has no equality kernel for them: merge/equality.py)."""
     schema = pa.schema(
         [pa.field("id", pa.int64(), nullable=False), ("tags", pa.list_(pa.int32())), ("dims", pa.struct([("w", pa.float64())]))]
     )

@@ -13,7 +13,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mixed_iceberg.reader.engines import scan_states
+from mixed_iceberg.merge.engines import scan_states
 from mixed_iceberg.reader.merge_options import MergeConfig, MergeEngine
 
 Row = tuple[str, int, int | None, str | None, int]

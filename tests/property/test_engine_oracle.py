@@ -1,7 +1,7 @@
 """Merge engines: random CDC in random transactions, merged read == a plain replay of the engine.
 
 Each engine's replay below is written from its definition (docs/semantics.md and
-mixed_iceberg/reader/engines.py), row by row in arrival order, independently of the kernel.
+mixed_iceberg/merge/engines.py), row by row in arrival order, independently of the kernel.
 The same streams run through random minor/major/full optimizing and ``changes()``.
 """
 

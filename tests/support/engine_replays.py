@@ -1,7 +1,7 @@
 """Plain replays of the merge engines over drawn schemas, row by row from their definitions.
 
 Written from docs/semantics.md ("Merge engines"), independently of the kernels in
-mixed_iceberg/reader/engines.py: ``partial-update`` (each non-null field of a later row updates
+mixed_iceberg/merge/engines.py: ``partial-update`` (each non-null field of a later row updates
 the row; a null struct, list or map is null), ``first-row``, and ``aggregation`` with a function
 per column (:func:`aggregation_functions` draws one the column's type takes). Orders are Arrow's:
 NaN above every number, ``-0.0`` equal to ``0.0``, strings and binaries by their bytes.

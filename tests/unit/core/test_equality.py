@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mixed_iceberg.reader.equality import equal_at, equal_rows
+from mixed_iceberg.merge.equality import equal_at, equal_rows
 from tests.support.iceberg_types import NESTED, PRIMITIVES, arrow_array, canonical, column_types, values
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from mixed_iceberg.reader.merge import BASE_OFFSET, KeyedRows, key_codes, latest_by_key, latest_rows, pack_lsn
-from mixed_iceberg.reader.runs import Runs
+from mixed_iceberg.merge.latest import BASE_OFFSET, KeyedRows, key_codes, latest_by_key, latest_rows, pack_lsn
+from mixed_iceberg.merge.runs import Runs
 
 
 def _lsn(pairs: list[tuple[int, int]]) -> np.ndarray:
@@ -139,7 +139,7 @@ def test_few_live_settled_rows_are_probed_alone_with_the_same_answer() -> None:
 
 
 def test_picked_rows_are_gathered_across_parts_as_from_their_concatenation() -> None:
-    from mixed_iceberg.reader.merge import _gather
+    from mixed_iceberg.merge.latest import _gather
 
     rng = np.random.default_rng(3)
     for _ in range(200):

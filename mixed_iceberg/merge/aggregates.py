@@ -15,8 +15,8 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mixed_iceberg.merge.segments import last_where, next_where, segmented_scan, take_or_null
 from mixed_iceberg.reader.merge_options import MergeConfig
-from mixed_iceberg.reader.segments import last_where, next_where, segmented_scan, take_or_null
 
 __all__ = ["aggregate"]
 

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from mixed_iceberg.exceptions import CorruptTableError
-from mixed_iceberg.reader.runs import Runs
+from mixed_iceberg.merge.runs import Runs
 
 __all__ = ["BASE_OFFSET", "LSN", "KeyIndex", "KeyedRows", "keep_rows", "key_codes", "latest_by_key", "latest_rows", "pack_lsn"]
 
