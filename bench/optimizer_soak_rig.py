@@ -442,7 +442,7 @@ class Rig:
                 end = task.finished_ms / 1000 - t0 if task.finished_ms else None
                 task_ends.setdefault(task.process_id, []).append(end)
             return [
-                {"table": p.table_id, "type": p.type, "status": p.status, "planned_s": p.planned_ms / 1000 - t0,
+                {"table": p.table_id, "type": p.type.value, "status": p.status.value, "planned_s": p.planned_ms / 1000 - t0,
                  "finished_s": p.finished_ms / 1000 - t0 if p.finished_ms else None, "tasks": p.task_count,
                  "rows_in": p.rows_in, "rows_out": p.rows_out, "bytes_in": p.bytes_in, "bytes_out": p.bytes_out,
                  "task_ms": task_ms.get(p.process_id, 0), "task_finished_s": task_ends.get(p.process_id, [])}

@@ -10,14 +10,14 @@ from collections import Counter
 from typing import Any
 
 from mixed_iceberg.optimizer.config import OptimizerConfig
-from mixed_iceberg.optimizer.sysdb.database import SystemDatabase
+from mixed_iceberg.optimizer.sysdb.database import SystemDatabase, TableStatus, TaskStatus
 
 __all__ = ["group_report", "warnings"]
 
 
 def group_report(db: SystemDatabase, config: OptimizerConfig) -> list[dict[str, Any]]:
     """One entry per group (declared in ``config`` or recorded in the database)."""
-    names = sorted({*config.groups, *(g["name"] for g in db.groups())})
+    names = sorted({*config.groups, *(g.name for g in db.groups())})
     tasks = db.tasks()
     report = []
     for name in names:
@@ -30,13 +30,13 @@ def group_report(db: SystemDatabase, config: OptimizerConfig) -> list[dict[str, 
                 "group": name,
                 "declared": name in config.groups,
                 "live_optimizers": len(live),
-                "threads": sum(int(o["threads"]) for o in live),
-                "tasks_pending": states.get("PLANNED", 0),
-                "tasks_running": states.get("SCHEDULED", 0) + states.get("ACKED", 0),
+                "threads": sum(o.threads for o in live),
+                "tasks_pending": states.get(TaskStatus.PLANNED, 0),
+                "tasks_running": states.get(TaskStatus.SCHEDULED, 0) + states.get(TaskStatus.ACKED, 0),
                 "tables": [
                     {
                         "table": t.table_id,
-                        "status": t.status,
+                        "status": t.status.value,
                         "quota": t.quota,
                         "last_minor_ms": t.last_minor_ms,
                         "last_major_ms": t.last_major_ms,
@@ -62,6 +62,6 @@ def warnings(report: list[dict[str, Any]]) -> list[str]:
                 f"{len(group['tables'])} table(s) waiting"
             )
         for table in group["tables"]:
-            if table["status"] == "FAILED":
+            if table["status"] == TableStatus.FAILED:
                 found.append(f"table {table['table']} FAILED ({table['failures']} time(s) in a row): {table['last_error']}")
     return found

@@ -44,7 +44,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from mixed_iceberg.catalog import MixedCatalog, load_catalog
 from mixed_iceberg.exceptions import (
@@ -56,9 +55,17 @@ from mixed_iceberg.optimizer.codec import decode_result, decode_tasks
 from mixed_iceberg.optimizer.config import GroupConfig, OptimizerConfig
 from mixed_iceberg.optimizer.discovery import Discovery, Served
 from mixed_iceberg.optimizer.scheduling import TableLoad, pick_table, table_order
-from mixed_iceberg.optimizer.sysdb.database import ENDED, ProcessRecord, SystemDatabase, TableRuntime, now_ms
+from mixed_iceberg.optimizer.sysdb.database import (
+    ProcessRecord,
+    ProcessStatus,
+    SystemDatabase,
+    TableRuntime,
+    TableStatus,
+    TaskStatus,
+    now_ms,
+)
 from mixed_iceberg.optimizer.work import commit_process, plan_process, run_task
-from mixed_iceberg.options import OPT_PARTIAL, OPT_RETRIES
+from mixed_iceberg.options import OPT_PARTIAL
 from mixed_iceberg.table import MixedTable
 
 __all__ = ["OptimizerService"]
@@ -238,7 +245,6 @@ class OptimizerService:
             self.group.name,
             heartbeat_timeout_ms=props.heartbeat_timeout_ms,
             ack_timeout_ms=props.task_ack_timeout_ms,
-            max_retries=OPT_RETRIES.default,  # per-table counts apply to failed runs; a lease that ran out counts against the default
         )
         if discover:
             served = self.discover()
@@ -252,7 +258,7 @@ class OptimizerService:
         for table_id in order:
             runtime = runtimes[table_id]
             if runtime.process_id is not None:
-                if self._advance(runtime) == "SUCCESS":
+                if self._advance(runtime) is ProcessStatus.SUCCESS:
                     # Planned again in this round: the table's next change waits no refresh interval.
                     refreshed = self.db.table(table_id)
                     if refreshed is not None and refreshed.process_id is None:
@@ -278,7 +284,7 @@ class OptimizerService:
 
     def _plan(self, runtime: TableRuntime) -> int:
         """Plan one claimed table; the input bytes planned (0: nothing due, or an error recorded)."""
-        if not self.db.set_idle_table(runtime.table_id, status="PLANNING"):
+        if not self.db.begin_planning(runtime.table_id, self.optimizer_id):
             # Read before another optimizer's process began: that process is not ours to touch.
             self.db.release_table(runtime.table_id, self.optimizer_id)
             return 0
@@ -299,33 +305,29 @@ class OptimizerService:
             # Held back by min-plan-interval: planned the moment it runs out. Nothing due:
             # evaluated again on the next refresh, not on every round other tables cause.
             due = planned.due_ms if planned is not None else now_ms() + self.group.properties.refresh_interval_ms
-            self.db.set_table(runtime.table_id, status="IDLE", pending_type=None, next_plan_ms=due)
-            self.db.release_table(runtime.table_id, self.optimizer_id)
+            self.db.defer_table(runtime.table_id, self.optimizer_id, next_plan_ms=due)
             return 0
         process = self.db.process(planned)
         self._wake_executors()
         return process.bytes_in if process is not None else 0
 
     def _fail_table(self, runtime: TableRuntime, error: str) -> None:
-        failures = runtime.failures + 1
-        wait = min(3_600_000, self.group.properties.failure_backoff_ms * 2 ** (failures - 1))
-        now = now_ms()
-        self.db.set_table(
-            runtime.table_id, status="FAILED", failures=failures, next_plan_ms=now + wait, last_error=error, last_error_ms=now
+        """The table failed with no process in flight: FAILED with the group's back-off; its lease goes."""
+        self.db.fail_table(
+            runtime.table_id, self.optimizer_id, error=error, base_backoff_ms=self.group.properties.failure_backoff_ms
         )
-        self.db.release_table(runtime.table_id, self.optimizer_id)
 
-    def _advance(self, runtime: TableRuntime) -> str | None:
+    def _advance(self, runtime: TableRuntime) -> ProcessStatus | None:
         """A process in flight: commit it when its tasks are done, end it when one failed for good;
         the status it ended with (None: still running, or another optimizer holds the table)."""
         assert runtime.process_id is not None
         process = self.db.process(runtime.process_id)
         if process is None:
-            self.db.set_table(runtime.table_id, process_id=None, status="IDLE")
-            return "CANCELED"
+            self.db.forget_process(runtime.table_id, runtime.process_id)
+            return ProcessStatus.CANCELED
         tasks = self.db.tasks(process.process_id)
-        failed = [t for t in tasks if t.status == "FAILED"]
-        succeeded = [t for t in tasks if t.status == "SUCCESS"]
+        failed = [t for t in tasks if t.status is TaskStatus.FAILED]
+        succeeded = [t for t in tasks if t.status is TaskStatus.SUCCESS]
         if len(succeeded) + len(failed) < len(tasks):
             return None  # still running
         if not self.db.claim_table(runtime.table_id, self.optimizer_id, self._lease()):
@@ -333,7 +335,7 @@ class OptimizerService:
         # Read again under the lease: another optimizer may have ended this process since
         # ``runtime`` was read (and planned the table's next one).
         current, process = self.db.table(runtime.table_id), self.db.process(process.process_id)
-        if current is None or process is None or current.process_id != process.process_id or process.status in ENDED:
+        if current is None or process is None or current.process_id != process.process_id or process.status.ended:
             self.db.release_table(runtime.table_id, self.optimizer_id)
             return None
         try:
@@ -341,35 +343,52 @@ class OptimizerService:
             partial = OPT_PARTIAL.read(table.properties, runtime.table_name)
         except Exception as exc:  # the table cannot be loaded (damaged, dropped): the process cannot commit
             log.warning("%s: process %d cannot be committed: %s", runtime.table_id, process.process_id, exc)
-            self._finish(process, "FAILED", error=f"commit failed: {type(exc).__name__}: {exc}")
-            return "FAILED"
+            self._finish(process, ProcessStatus.FAILED, error=f"commit failed: {type(exc).__name__}: {exc}")
+            return ProcessStatus.FAILED
         if failed and not (partial and succeeded and not process.unit):
             error = failed[0].error or "a task failed"
-            self._finish(process, "FAILED", error=f"{len(failed)} task(s) failed after their retries; first: {error}")
-            return "FAILED"
-        self.db.set_table(runtime.table_id, status="COMMITTING")
-        self.db.set_process(process.process_id, status="COMMITTING")
+            self._finish(process, ProcessStatus.FAILED, error=f"{len(failed)} task(s) failed after their retries; first: {error}")
+            return ProcessStatus.FAILED
+        if not self.db.begin_commit(process, self.optimizer_id):  # the lease ran out meanwhile
+            self.db.release_table(runtime.table_id, self.optimizer_id)
+            return None
         try:
             outcome = commit_process(table, process, succeeded)
         except CommitConflictError as exc:
             log.info("%s: process %d lost a race and is planned again: %s", runtime.table_id, process.process_id, exc)
-            self._finish(process, "CANCELED", error=str(exc))
-            return "CANCELED"
+            self._finish(process, ProcessStatus.CANCELED, error=str(exc))
+            return ProcessStatus.CANCELED
         except Exception as exc:
             log.warning("%s: commit of process %d failed: %s", runtime.table_id, process.process_id, exc)
-            self._finish(process, "FAILED", error=f"commit failed: {type(exc).__name__}: {exc}")
-            return "FAILED"
+            self._finish(process, ProcessStatus.FAILED, error=f"commit failed: {type(exc).__name__}: {exc}")
+            return ProcessStatus.FAILED
         results = [decode_result(t.output or "[]") for t in succeeded]
         files_in = sum(len(o["removed_data"]) for r in results for o in r.outputs)
         files_in += sum(len(r.change) for t in succeeded for r in decode_tasks(t.input))
         files_out = sum(r.files_out for r in results)
-        self._finish(process, "SUCCESS", snapshot_id=outcome.snapshot_id, files_in=files_in, files_out=files_out)
-        return "SUCCESS"
+        self._finish(process, ProcessStatus.SUCCESS, snapshot_id=outcome.snapshot_id, files_in=files_in, files_out=files_out)
+        return ProcessStatus.SUCCESS
 
-    def _finish(self, process: ProcessRecord, status: str, **outcome: Any) -> None:
-        """End ``process`` with the group's failure back-off and let its table go; ``outcome``:
-        the rest of :meth:`SystemDatabase.finish_process` (error, snapshot_id, files_in, files_out)."""
-        self.db.finish_process(process, status, backoff_ms=self.group.properties.failure_backoff_ms, **outcome)
+    def _finish(
+        self,
+        process: ProcessRecord,
+        status: ProcessStatus,
+        *,
+        error: str | None = None,
+        snapshot_id: int | None = None,
+        files_in: int = 0,
+        files_out: int = 0,
+    ) -> None:
+        """End ``process`` with the group's failure back-off and let its table go."""
+        self.db.finish_process(
+            process,
+            status,
+            error=error,
+            snapshot_id=snapshot_id,
+            backoff_ms=self.group.properties.failure_backoff_ms,
+            files_in=files_in,
+            files_out=files_out,
+        )
         self.db.release_table(process.table_id, self.optimizer_id)
 
     def _maintain(self) -> None:
@@ -391,8 +410,8 @@ class OptimizerService:
             except Exception as exc:
                 error, damaged = f"{type(exc).__name__}: {exc}", isinstance(exc, CorruptTableError)
                 log.warning("%s: maintenance failed: %s", runtime.table_id, error)
-            self.db.set_table(runtime.table_id, last_maintenance_ms=now_ms(), maintenance_error=error)
-            if damaged and runtime.status != "FAILED":  # a table failed already keeps its back-off
+            self.db.record_maintenance(runtime.table_id, error=error)
+            if damaged and runtime.status is not TableStatus.FAILED:  # a table failed already keeps its back-off
                 self._fail_table(runtime, f"maintenance failed: {error}")  # releases the table
             else:
                 self.db.release_table(runtime.table_id, self.optimizer_id)
@@ -417,10 +436,7 @@ class OptimizerService:
         """Take the next task by the group's policy and run it; False when none waits."""
         props = self.group.properties
         threads = self.db.group_threads(self.group.name, props.heartbeat_timeout_ms)
-        loads = [
-            TableLoad(row["table_id"], row["quota"], row["executor_ms"], row["running"], row["last_optimized_ms"], row["waiting"])
-            for row in self.db.table_loads(self.group.name, now_ms() - props.quota_look_back_ms)
-        ]
+        loads = self.db.table_loads(self.group.name, now_ms() - props.quota_look_back_ms)
         table_id = pick_table(
             props.policy, loads, window_ms=props.quota_look_back_ms, threads=threads, break_quota=props.break_quota
         )
@@ -432,18 +448,14 @@ class OptimizerService:
         process = self.db.process(task.process_id)
         runtime = self.db.table(table_id)
         started = time.monotonic()
-        retries = OPT_RETRIES.default
         try:
             if process is None or runtime is None:
                 raise LookupError(f"task {task.process_id}/{task.task_id}: its process or table is gone")
             table = self.table(runtime.catalog, runtime.table_name)
-            retries = OPT_RETRIES.read(table.properties, runtime.table_name)
             result = run_task(table, process, task)
         except Exception as exc:
             duration = int((time.monotonic() - started) * 1000)
-            status = self.db.fail_task(
-                task, self.optimizer_id, error=f"{type(exc).__name__}: {exc}", duration_ms=duration, max_retries=retries
-            )
+            status = self.db.fail_task(task, self.optimizer_id, error=f"{type(exc).__name__}: {exc}", duration_ms=duration)
             log.warning("%s: task %d/%d failed (%s): %s", table_id, task.process_id, task.task_id, status, exc)
             return True
         duration = int((time.monotonic() - started) * 1000)

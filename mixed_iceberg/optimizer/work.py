@@ -30,7 +30,7 @@ from mixed_iceberg.optimizing.collect import CollectedTable, collect
 from mixed_iceberg.optimizing.commit import commit_outputs
 from mixed_iceberg.optimizing.engine import Deferred, PlannedRun, TableOptimizing, execute_run, partition_filter
 from mixed_iceberg.optimizing.execute import TaskOutput
-from mixed_iceberg.optimizing.model import OptimizingType, RewriteTask
+from mixed_iceberg.optimizing.model import RewriteTask
 from mixed_iceberg.store.commit import CommitOutcome, last_committed_sequence
 from mixed_iceberg.store.damage import METADATA_FILE, reading
 from mixed_iceberg.table import MixedTable
@@ -62,12 +62,13 @@ def plan_process(table: MixedTable, db: SystemDatabase, *, table_id: str, group:
     process_id = db.create_process(
         table_id=table_id,
         group=group,
-        type=planned.kind.value,
+        type=planned.kind,
         planned_by=optimizer_id,
         base_metadata=handle.base_store.metadata_location,
         change_metadata=handle.change_store.metadata_location if handle.change_store is not None else None,
         unit=planned.unit,
         tasks=[(encode_tasks(part), sum(t.input_bytes for t in part)) for part in tasks],
+        max_retries=handle.config.optimizing.retries,
     )
     log.info("%s: planned %s optimizing as process %d (%d task(s))", table_id, planned.kind.value, process_id, len(tasks))
     return process_id
@@ -152,10 +153,10 @@ def commit_process(table: MixedTable, process: ProcessRecord, tasks: list[TaskRe
     _, collected = planned_view(table, process)
     outputs = _outputs(collected, tasks)
     started = time.monotonic()
-    outcome = commit_outputs(live, OptimizingType(process.type), outputs, int(time.time() * 1000), commit_id=commit_id)
+    outcome = commit_outputs(live, process.type, outputs, int(time.time() * 1000), commit_id=commit_id)
     crash_point("optimizer-after-commit")
     log.info(
-        "%s: committed %s process %d (%d task(s)) in %.2f s", process.table_id, process.type, process.process_id, len(tasks),
+        "%s: committed %s process %d (%d task(s)) in %.2f s", process.table_id, process.type.value, process.process_id, len(tasks),
         time.monotonic() - started,
     )  # fmt: skip
     return outcome

@@ -55,7 +55,7 @@ def test_the_optimizer_job_serves_its_group(tmp_path: Path, on_cluster: bool, re
         assert merged(table) == before[table.name]
     optimizers = db.optimizers(setup.group)
     assert len(optimizers) == 2, optimizers  # one per subtask
-    assert {o["container"] for o in optimizers} == {"flink"}
+    assert {o.container for o in optimizers} == {"flink"}
     # A cancelled job's optimizers unregister (close() runs) or, where the cluster kills the
     # workers first, stop heartbeating: within the heartbeat timeout none is live.
     time.sleep(3.5)

@@ -67,7 +67,7 @@ def test_two_optimizer_processes_share_a_group_and_never_overlap_on_a_table(tmp_
     for table_id in ids:
         spans = sorted((p.planned_ms, p.finished_ms or 2**62) for p in db.processes(table_id))
         assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans)), f"{table_id}: overlapping processes"
-    registered = {o["optimizer_id"] for o in db.optimizers("default")}
+    registered = {o.optimizer_id for o in db.optimizers("default")}
     assert len(registered) == 2
     workers = {t.owner for t in db.tasks() if t.status == "SUCCESS"} | {p.planned_by for p in db.processes()}
     assert workers == registered, "both optimizers did part of the work"

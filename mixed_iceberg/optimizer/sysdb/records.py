@@ -1,22 +1,63 @@
-"""The rows of the system database as the optimizer reads them: frozen records, and their states.
+"""The rows of the system database as its API returns them: frozen records, statuses as enums.
 
 :class:`~mixed_iceberg.optimizer.sysdb.database.SystemDatabase` returns these; the columns are
-documented in :mod:`mixed_iceberg.optimizer.sysdb.schema`.
+documented in :mod:`mixed_iceberg.optimizer.sysdb.schema`, the states in
+:mod:`mixed_iceberg.optimizer.sysdb.states`. The operator records (:class:`ProcessHistory`,
+:class:`GroupQueue`, :class:`TableRuntimeStats`) are what the dashboard and the metrics read.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
 from sqlalchemy.engine import Row
 
-__all__ = ["ENDED", "IN_FLIGHT", "ProcessRecord", "TableRuntime", "TaskRecord", "now_ms", "record"]
+from mixed_iceberg.optimizer.sysdb.states import ProcessStatus, TableStatus, TaskStatus
+from mixed_iceberg.optimizing.model import OptimizingType
+
+__all__ = [
+    "GroupQueue",
+    "GroupRecord",
+    "OptimizerRecord",
+    "ProcessHistory",
+    "ProcessRecord",
+    "TableRuntime",
+    "TableRuntimeStats",
+    "TaskRecord",
+    "now_ms",
+    "record",
+]
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupRecord:
+    """One row of ``optimizer_groups``: a group as last started."""
+
+    name: str
+    container: str
+    properties: str  # JSON object
+    updated_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OptimizerRecord:
+    """One row of ``optimizers``."""
+
+    optimizer_id: str
+    group_name: str
+    container: str
+    threads: int
+    host: str
+    pid: int
+    started_ms: int
+    heartbeat_ms: int
+    stopped_ms: int | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -27,11 +68,11 @@ class TableRuntime:
     catalog: str
     table_name: str
     group_name: str
-    status: str
+    status: TableStatus
     quota: float
     owner: str | None
     lease_ms: int | None
-    pending_type: str | None
+    pending_type: OptimizingType | None
     pending_reason: str | None
     process_id: int | None
     last_minor_ms: int | None
@@ -57,8 +98,8 @@ class ProcessRecord:
     process_id: int
     table_id: str
     group_name: str
-    type: str
-    status: str
+    type: OptimizingType
+    status: ProcessStatus
     planned_by: str
     planned_ms: int
     finished_ms: int | None
@@ -84,12 +125,13 @@ class TaskRecord:
     task_id: int
     table_id: str
     group_name: str
-    status: str
-    input: str
+    status: TaskStatus
+    input: str  # JSON, see mixed_iceberg.optimizer.codec
     input_bytes: int
     output: str | None
     runs: int
     retries: int
+    max_retries: int | None  # the table's execute.num-retries when planned (None: planned before schema 3)
     owner: str | None
     thread: int | None
     lease_ms: int | None
@@ -103,11 +145,64 @@ class TaskRecord:
     error: str | None
 
 
-def record(cls: type[Any], row: Row[Any]) -> Any:
-    return cls(**row._asdict())
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessHistory:
+    """One process of a table with its tasks (the dashboard's optimizing history)."""
+
+    process: ProcessRecord
+    tasks: tuple[TaskRecord, ...]
+
+    @property
+    def duration_ms(self) -> int | None:
+        """Planned to ended; None while it runs."""
+        end = self.process.finished_ms
+        return None if end is None else end - self.process.planned_ms
 
 
-#: Task states that hold an executor (a lease that must be renewed).
-IN_FLIGHT = ("SCHEDULED", "ACKED")
-#: A process in one of these has ended; nothing changes it again.
-ENDED = ("SUCCESS", "FAILED", "CANCELED")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupQueue:
+    """One group's backlog and occupation now (the metrics' per-group gauges)."""
+
+    group_name: str
+    live_optimizers: int
+    threads: int  # executor threads of its live optimizers
+    tasks_planned: int  # waiting for an executor
+    tasks_scheduled: int
+    tasks_acked: int  # running
+    tables: int
+    tables_failed: int
+    processes_running: int
+    processes_committing: int
+    executor_ms: int  # executor time used within the window (running tasks up to now)
+    window_ms: int
+
+    @property
+    def occupation(self) -> float:
+        """The share of the group's executor time used over the window (1.0: every thread busy)."""
+        return self.executor_ms / max(1, self.window_ms) / max(1, self.threads)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TableRuntimeStats:
+    """One table's runtime as operators see it: its state and the executor time it used."""
+
+    runtime: TableRuntime
+    executor_ms: int  # executor time of its tasks within the window (running tasks up to now)
+    window_ms: int
+    tasks_running: int
+    tasks_waiting: int
+    processes_succeeded: int  # ended within the window
+    processes_failed: int
+    last_process: ProcessRecord | None
+
+
+R = TypeVar("R")
+
+
+def record(cls: type[R], row: Row[Any]) -> R:
+    """The record of a row; its columns must be exactly the record's fields."""
+    values = row._asdict()
+    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    if values.keys() != names:
+        raise ValueError(f"{cls.__name__}: expected columns {sorted(names)}, found {sorted(values)}")
+    return cls(**values)

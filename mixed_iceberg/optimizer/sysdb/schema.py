@@ -2,7 +2,8 @@
 
 The optimizer service writes them and the management service (and ``mixed-iceberg status``)
 reads them; every column is documented here. Times are epoch milliseconds (``BIGINT``), JSON is
-text, so that SQLite and PostgreSQL hold exactly the same values. The schema is versioned by
+text, statuses are their enum's value (:mod:`~mixed_iceberg.optimizer.sysdb.states`), so that
+SQLite and PostgreSQL hold exactly the same values. The schema is versioned by
 the Alembic migrations in ``migrations/versions/``; a test checks that the migrated database
 equals this metadata.
 
@@ -17,17 +18,53 @@ Tables:
 * ``optimizing_processes``: one optimizing of one table: its type, the snapshots it was planned
   on, its status (RUNNING, COMMITTING, SUCCESS, FAILED, CANCELED) and what it did.
 * ``optimizing_tasks``: the tasks of a process: status (PLANNED, SCHEDULED, ACKED, SUCCESS,
-  FAILED, CANCELED), input and output as small JSON references (file paths, sizes, sequence
-  ranges, the written files' manifest entries), who runs it and until when (a lease).
+  FAILED, CANCELED), input and output as small versioned JSON (:mod:`~mixed_iceberg.optimizer.codec`:
+  file paths, sizes, sequence ranges, the written files' manifest entries), who runs it and
+  until when (a lease), and how many failed runs it may have (the table's ``execute.num-retries``).
 """
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Boolean, Column, Float, ForeignKeyConstraint, Index, Integer, MetaData, String, Table, Text
+import enum
+from typing import Any
 
-__all__ = ["GROUPS", "METADATA", "OPTIMIZERS", "PROCESSES", "TABLES", "TASKS"]
+from sqlalchemy import BigInteger, Boolean, Column, Float, ForeignKeyConstraint, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+
+from mixed_iceberg.optimizer.sysdb.states import ProcessStatus, TableStatus, TaskStatus
+from mixed_iceberg.optimizing.model import OptimizingType
+
+__all__ = ["GROUPS", "METADATA", "OPTIMIZERS", "PROCESSES", "TABLES", "TASKS", "EnumText"]
 
 METADATA = MetaData()
+
+
+class EnumText(TypeDecorator[Any]):
+    """A ``VARCHAR`` column holding an enum's value: the API reads and writes the enum, the
+    database holds its text (the same on SQLite and PostgreSQL, readable in plain SQL)."""
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, enum_type: type[enum.Enum], length: int) -> None:
+        super().__init__(length)
+        self.enum_type = enum_type
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        if value is None:
+            return None
+        return str(self.enum_type(value).value)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> enum.Enum | None:
+        if value is None:
+            return None
+        try:
+            return self.enum_type(value)
+        except ValueError as exc:
+            expected = ", ".join(str(m.value) for m in self.enum_type)
+            raise ValueError(f"system database: expected a {self.enum_type.__name__} ({expected}), found {value!r}") from exc
+
 
 GROUPS = Table(
     "optimizer_groups",
@@ -60,11 +97,11 @@ TABLES = Table(
     Column("catalog", String(128), nullable=False),
     Column("table_name", String(384), nullable=False),
     Column("group_name", String(128), nullable=False),
-    Column("status", String(16), nullable=False),
+    Column("status", EnumText(TableStatus, 16), nullable=False),
     Column("quota", Float, nullable=False),
     Column("owner", String(64), nullable=True),  # optimizer holding the lease
     Column("lease_ms", BigInteger, nullable=True),  # the lease ends then unless renewed
-    Column("pending_type", String(8), nullable=True),
+    Column("pending_type", EnumText(OptimizingType, 8), nullable=True),
     Column("pending_reason", Text, nullable=True),
     Column("process_id", Integer, nullable=True),  # the process in flight, if any
     Column("last_minor_ms", BigInteger, nullable=True),
@@ -86,8 +123,8 @@ PROCESSES = Table(
     Column("process_id", Integer, primary_key=True, autoincrement=True),
     Column("table_id", String(512), nullable=False),
     Column("group_name", String(128), nullable=False),
-    Column("type", String(8), nullable=False),
-    Column("status", String(16), nullable=False),
+    Column("type", EnumText(OptimizingType, 8), nullable=False),
+    Column("status", EnumText(ProcessStatus, 16), nullable=False),
     Column("planned_by", String(64), nullable=False),
     Column("planned_ms", BigInteger, nullable=False),
     Column("finished_ms", BigInteger, nullable=True),
@@ -113,12 +150,13 @@ TASKS = Table(
     Column("task_id", Integer, primary_key=True),
     Column("table_id", String(512), nullable=False),
     Column("group_name", String(128), nullable=False),
-    Column("status", String(16), nullable=False),
+    Column("status", EnumText(TaskStatus, 16), nullable=False),
     Column("input", Text, nullable=False),  # JSON: the partitions' RewriteTasks (paths, sizes, sequences)
     Column("input_bytes", BigInteger, nullable=False),
     Column("output", Text, nullable=True),  # JSON: files written (manifest entries), files removed (paths)
     Column("runs", Integer, nullable=False),  # executions started
     Column("retries", Integer, nullable=False),  # failed executions counted against num-retries
+    Column("max_retries", Integer, nullable=True),  # the table's execute.num-retries when planned (schema version 3)
     Column("owner", String(64), nullable=True),
     Column("thread", Integer, nullable=True),
     Column("lease_ms", BigInteger, nullable=True),

@@ -21,6 +21,7 @@ from mixed_iceberg.optimizer.report import group_report, warnings
 from mixed_iceberg.optimizer.service import OptimizerService
 from mixed_iceberg.optimizer.sysdb.database import ProcessRecord, SystemDatabase, TaskRecord
 from mixed_iceberg.optimizer.work import ExecutedTask
+from mixed_iceberg.optimizing.model import OptimizingType
 from tests.support.optimizer import DUE, churn
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
 
@@ -176,12 +177,13 @@ def test_a_group_without_a_live_optimizer_is_reported(tmp_path: Path) -> None:
     db.create_process(
         table_id="local.db.t",
         group="lonely",
-        type="minor",
+        type=OptimizingType.MINOR,
         planned_by="gone",
         base_metadata="m",
         change_metadata=None,
         unit=False,
         tasks=[("[]", 1), ("[]", 1)],
+        max_retries=3,
     )
     assert warnings(group_report(db, cfg)) == ["group lonely has no live optimizer; 2 tasks pending, 1 table(s) waiting"]
     db.register_optimizer("lonely", "local", 1)
@@ -276,7 +278,7 @@ def test_executor_time_follows_the_quotas_when_the_group_is_saturated(
     finally:
         stop.set()
         thread.join()
-    loads = {row["table_id"]: row["executor_ms"] for row in service.db.table_loads("default", 0)}
+    loads = {load.table_id: load.executor_ms for load in service.db.table_loads("default", 0)}
     share = loads["local.db.big"] / (loads["local.db.big"] + loads["local.db.small"])
     print(f"executor ms: {loads}; share of the 0.9 table: {share:.3f}")
     assert succeeded(service.db, "local.db.big")
@@ -319,7 +321,7 @@ def test_a_long_full_optimize_in_one_group_never_delays_another_groups_minor(
         wait_for(lambda: succeeded(db, "local.db.light"), timeout=45, what="the other group's minor")
     finally:
         gate.set()
-    (full,) = [p for p in db.processes("local.db.heavy") if p.type == "full"][:1]
+    (full,) = [p for p in db.processes("local.db.heavy") if p.type is OptimizingType.FULL][:1]
     minor = next(p for p in db.processes("local.db.light") if p.status == "SUCCESS")
     assert full.planned_ms < minor.planned_ms
     # The full then finishes normally.
@@ -423,7 +425,7 @@ def test_the_flink_jobs_optimizer_stops_and_unregisters_once_its_subtask_stops_t
         for _ in range(5):  # ticking for longer than the timeout keeps it
             assert function.eval(0) == 1
             time.sleep(0.3)
-        assert [o["optimizer_id"] for o in db.live_optimizers("g", 60_000)] == [function.service.optimizer_id]
+        assert [o.optimizer_id for o in db.live_optimizers("g", 60_000)] == [function.service.optimizer_id]
         wait_for(lambda: db.live_optimizers("g", 60_000) == [], 10, "it stopped and unregistered without ticks")
         assert not function.service.running
         assert function.eval(0) == 0

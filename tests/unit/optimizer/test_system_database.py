@@ -20,6 +20,7 @@ from sqlalchemy.engine import make_url
 from mixed_iceberg.exceptions import TableBusyError
 from mixed_iceberg.optimizer.sysdb.database import HEAD, SystemDatabase, now_ms
 from mixed_iceberg.optimizer.sysdb.schema import METADATA
+from mixed_iceberg.optimizing.model import OptimizingType
 
 FAR = 10**15  # a lease that does not run out within a test
 
@@ -52,17 +53,18 @@ def db(db_url: str) -> Iterator[SystemDatabase]:
     database.dispose()
 
 
-def _plan(db: SystemDatabase, table_id: str = "local.db.t", tasks: int = 3, group: str = "g") -> int:
+def _plan(db: SystemDatabase, table_id: str = "local.db.t", tasks: int = 3, group: str = "g", max_retries: int = 5) -> int:
     db.sync_tables(group, [(table_id, "local", table_id.split(".", 1)[1], 0.5)])
     return db.create_process(
         table_id=table_id,
         group=group,
-        type="minor",
+        type=OptimizingType.MINOR,
         planned_by="planner",
         base_metadata="base.metadata.json",
         change_metadata=None,
         unit=False,
         tasks=[(f'[{{"n":{i}}}]', 100 + i) for i in range(tasks)],
+        max_retries=max_retries,
     )
 
 
@@ -158,11 +160,11 @@ def test_a_dead_optimizers_work_goes_back_without_counting_a_retry(db: SystemDat
     assert db.ack_task(task, dead, FAR)
     time.sleep(0.3)
     assert db.heartbeat(alive, FAR)
-    assert db.reset_expired("g", heartbeat_timeout_ms=200, ack_timeout_ms=10**9, max_retries=5) == 1
+    assert db.reset_expired("g", heartbeat_timeout_ms=200, ack_timeout_ms=10**9) == 1
     (back,) = [t for t in db.tasks(process_id) if t.task_id == task.task_id]
     assert (back.status, back.owner, back.retries, back.runs) == ("PLANNED", None, 0, 1)
     assert db.table("local.db.t").owner is None  # type: ignore[union-attr]
-    assert [o["optimizer_id"] for o in db.live_optimizers("g", 10**9)] == [alive]
+    assert [o.optimizer_id for o in db.live_optimizers("g", 10**9)] == [alive]
     assert not db.heartbeat(dead, FAR)  # it learns it was declared dead
 
 
@@ -175,19 +177,19 @@ def test_a_task_never_acked_is_scheduled_again_and_a_late_one_is_a_failed_run(db
     assert late is not None
     assert db.ack_task(late, me, now_ms() + 50)  # its execute lease runs out at once
     time.sleep(0.2)
-    db.reset_expired("g", heartbeat_timeout_ms=10**9, ack_timeout_ms=100, max_retries=5)
+    db.reset_expired("g", heartbeat_timeout_ms=10**9, ack_timeout_ms=100)
     states = {t.task_id: (t.status, t.retries) for t in db.tasks(process_id)}
     assert states == {unacked.task_id: ("PLANNED", 0), late.task_id: ("PLANNED", 1)}
 
 
 def test_a_task_out_of_retries_fails_and_the_table_backs_off(db: SystemDatabase) -> None:
     me = db.register_optimizer("g", "local", 1)
-    process_id = _plan(db, tasks=1)
+    process_id = _plan(db, tasks=1, max_retries=2)
     for expected in ("PLANNED", "PLANNED", "FAILED"):
         task = db.claim_task("local.db.t", me, 0, FAR)
         assert task is not None
         assert db.ack_task(task, me, FAR)
-        assert db.fail_task(task, me, error="boom", duration_ms=5, max_retries=2) == expected
+        assert db.fail_task(task, me, error="boom", duration_ms=5) == expected
     process = db.process(process_id)
     assert process is not None
     before = now_ms()
@@ -217,7 +219,7 @@ def test_a_completed_task_records_its_output_and_counts_toward_its_tables_execut
     assert db.complete_task(task, me, output="[]", rows_in=10, rows_out=7, bytes_out=99, duration_ms=1234)
     assert not db.complete_task(task, me, output="[]", rows_in=1, rows_out=1, bytes_out=1, duration_ms=1)  # once
     (load,) = db.table_loads("g", 0)
-    assert (load["executor_ms"], load["running"], load["waiting"]) == (1234, 0, False)
+    assert (load.executor_ms, load.running, load.waiting) == (1234, 0, False)
     process = db.process(process_id)
     assert process is not None
     db.finish_process(process, "SUCCESS", snapshot_id=42)
@@ -250,6 +252,7 @@ def test_a_table_with_a_process_in_flight_gets_no_second_one(db: SystemDatabase)
     first = _plan(db, tasks=1)
     with pytest.raises(TableBusyError, match="a process is in flight"):
         _plan(db, tasks=1)
-    assert not db.set_idle_table("local.db.t", status="PLANNING")
+    assert db.claim_table("local.db.t", "planner", FAR)
+    assert not db.begin_planning("local.db.t", "planner")
     assert [p.process_id for p in db.processes("local.db.t")] == [first]
     assert db.table("local.db.t").status == "MINOR"  # type: ignore[union-attr]

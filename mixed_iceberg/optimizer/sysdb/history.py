@@ -1,0 +1,189 @@
+"""What operators ask the system database: the dashboard's and the metrics' queries, typed.
+
+* :meth:`OperatorQueries.process_history`: a table's processes, newest first, each with its tasks.
+* :meth:`OperatorQueries.group_queues`: per group, live optimizers and threads, tasks by state,
+  and the occupation of its executors over a window.
+* :meth:`OperatorQueries.table_stats`: per table, its runtime row, the executor time its tasks
+  used over a window, running and waiting tasks, and its processes' outcomes.
+
+Each is a fixed number of aggregate queries, whatever the number of tables.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import func, select
+
+from mixed_iceberg.optimizer.sysdb.connection import Connected
+from mixed_iceberg.optimizer.sysdb.records import (
+    GroupQueue,
+    ProcessHistory,
+    ProcessRecord,
+    TableRuntime,
+    TableRuntimeStats,
+    TaskRecord,
+    now_ms,
+    record,
+)
+from mixed_iceberg.optimizer.sysdb.schema import GROUPS, OPTIMIZERS, PROCESSES, TABLES, TASKS
+from mixed_iceberg.optimizer.sysdb.states import ProcessStatus, TableStatus, TaskStatus
+
+__all__ = ["OperatorQueries"]
+
+
+class OperatorQueries(Connected):
+    """Read-only queries for the management plane."""
+
+    def process_history(self, table_id: str, *, limit: int = 50) -> list[ProcessHistory]:
+        """``table_id``'s last ``limit`` processes, newest first, each with its tasks in order."""
+        with self._read("process_history") as c:
+            processes = [
+                record(ProcessRecord, row)
+                for row in c.execute(
+                    select(PROCESSES).where(PROCESSES.c.table_id == table_id).order_by(PROCESSES.c.process_id.desc()).limit(limit)
+                )
+            ]
+            tasks: dict[int, list[TaskRecord]] = defaultdict(list)
+            if processes:
+                for row in c.execute(
+                    select(TASKS)
+                    .where(TASKS.c.process_id.in_([p.process_id for p in processes]))
+                    .order_by(TASKS.c.process_id, TASKS.c.task_id)
+                ):
+                    task = record(TaskRecord, row)
+                    tasks[task.process_id].append(task)
+        return [ProcessHistory(process=p, tasks=tuple(tasks[p.process_id])) for p in processes]
+
+    def group_queues(self, *, window_ms: int, heartbeat_timeout_ms: int) -> list[GroupQueue]:
+        """Every group known to the database (started once, or serving a table), by name: its
+        live optimizers (heartbeat within ``heartbeat_timeout_ms``), tasks by state, tables,
+        processes in flight and the executor time used over the last ``window_ms``."""
+        now = now_ms()
+        since = now - window_ms
+        with self._read("group_queues") as c:
+            names = set(c.execute(select(GROUPS.c.name)).scalars())
+            names.update(c.execute(select(TABLES.c.group_name).distinct()).scalars())
+            live: dict[str, tuple[int, int]] = {
+                row.group_name: (int(row.n), int(row.threads or 0))
+                for row in c.execute(
+                    select(OPTIMIZERS.c.group_name, func.count().label("n"), func.sum(OPTIMIZERS.c.threads).label("threads"))
+                    .where(OPTIMIZERS.c.stopped_ms.is_(None), OPTIMIZERS.c.heartbeat_ms >= now - heartbeat_timeout_ms)
+                    .group_by(OPTIMIZERS.c.group_name)
+                )
+            }
+            tasks: dict[tuple[str, TaskStatus], int] = {
+                (row.group_name, row.status): int(row.n)
+                for row in c.execute(
+                    select(TASKS.c.group_name, TASKS.c.status, func.count().label("n"))
+                    .where(TASKS.c.status.in_((TaskStatus.PLANNED, TaskStatus.SCHEDULED, TaskStatus.ACKED)))
+                    .group_by(TASKS.c.group_name, TASKS.c.status)
+                )
+            }
+            tables: dict[tuple[str, TableStatus], int] = {
+                (row.group_name, row.status): int(row.n)
+                for row in c.execute(
+                    select(TABLES.c.group_name, TABLES.c.status, func.count().label("n")).group_by(
+                        TABLES.c.group_name, TABLES.c.status
+                    )
+                )
+            }
+            processes: dict[tuple[str, ProcessStatus], int] = {
+                (row.group_name, row.status): int(row.n)
+                for row in c.execute(
+                    select(PROCESSES.c.group_name, PROCESSES.c.status, func.count().label("n"))
+                    .where(PROCESSES.c.status.in_((ProcessStatus.RUNNING, ProcessStatus.COMMITTING)))
+                    .group_by(PROCESSES.c.group_name, PROCESSES.c.status)
+                )
+            }
+            executor = _executor_ms(c, TASKS.c.group_name, since, now)
+        return [
+            GroupQueue(
+                group_name=name,
+                live_optimizers=live.get(name, (0, 0))[0],
+                threads=live.get(name, (0, 0))[1],
+                tasks_planned=tasks.get((name, TaskStatus.PLANNED), 0),
+                tasks_scheduled=tasks.get((name, TaskStatus.SCHEDULED), 0),
+                tasks_acked=tasks.get((name, TaskStatus.ACKED), 0),
+                tables=sum(n for (group, _), n in tables.items() if group == name),
+                tables_failed=tables.get((name, TableStatus.FAILED), 0),
+                processes_running=processes.get((name, ProcessStatus.RUNNING), 0),
+                processes_committing=processes.get((name, ProcessStatus.COMMITTING), 0),
+                executor_ms=executor.get(name, 0),
+                window_ms=window_ms,
+            )
+            for name in sorted(names)
+        ]
+
+    def table_stats(self, group: str | None = None, *, window_ms: int) -> list[TableRuntimeStats]:
+        """Every served table (of ``group``, or all), by table id: its runtime row, the executor
+        time its tasks used over the last ``window_ms``, its running and waiting tasks, its
+        processes that succeeded or failed within the window, and its latest process."""
+        now = now_ms()
+        since = now - window_ms
+
+        def of_group(query: Any) -> Any:
+            return query if group is None else query.where(TABLES.c.group_name == group)
+
+        with self._read("table_stats") as c:
+            runtimes = [record(TableRuntime, row) for row in c.execute(of_group(select(TABLES)).order_by(TABLES.c.table_id))]
+            executor = _executor_ms(c, TASKS.c.table_id, since, now)
+            tasks: dict[tuple[str, TaskStatus], int] = {
+                (row.table_id, row.status): int(row.n)
+                for row in c.execute(
+                    select(TASKS.c.table_id, TASKS.c.status, func.count().label("n"))
+                    .where(TASKS.c.status.in_((TaskStatus.PLANNED, TaskStatus.SCHEDULED, TaskStatus.ACKED)))
+                    .group_by(TASKS.c.table_id, TASKS.c.status)
+                )
+            }
+            outcomes: dict[tuple[str, ProcessStatus], int] = {
+                (row.table_id, row.status): int(row.n)
+                for row in c.execute(
+                    select(PROCESSES.c.table_id, PROCESSES.c.status, func.count().label("n"))
+                    .where(PROCESSES.c.finished_ms >= since)
+                    .group_by(PROCESSES.c.table_id, PROCESSES.c.status)
+                )
+            }
+            latest_ids = select(func.max(PROCESSES.c.process_id)).group_by(PROCESSES.c.table_id).scalar_subquery()
+            latest = {
+                p.table_id: p
+                for p in (
+                    record(ProcessRecord, row)
+                    for row in c.execute(select(PROCESSES).where(PROCESSES.c.process_id.in_(latest_ids)))
+                )
+            }
+        return [
+            TableRuntimeStats(
+                runtime=runtime,
+                executor_ms=executor.get(runtime.table_id, 0),
+                window_ms=window_ms,
+                tasks_running=tasks.get((runtime.table_id, TaskStatus.SCHEDULED), 0)
+                + tasks.get((runtime.table_id, TaskStatus.ACKED), 0),
+                tasks_waiting=tasks.get((runtime.table_id, TaskStatus.PLANNED), 0),
+                processes_succeeded=outcomes.get((runtime.table_id, ProcessStatus.SUCCESS), 0),
+                processes_failed=outcomes.get((runtime.table_id, ProcessStatus.FAILED), 0),
+                last_process=latest.get(runtime.table_id),
+            )
+            for runtime in runtimes
+        ]
+
+
+def _executor_ms(c: Any, by: Any, since: int, now: int) -> dict[str, int]:
+    """Executor ms per ``by`` (a task column): runs that ended within the window, plus the
+    running ones from their start (or the window's) up to now."""
+    ended = {
+        key: int(ms or 0)
+        for key, ms in c.execute(select(by, func.sum(TASKS.c.duration_ms)).where(TASKS.c.finished_ms >= since).group_by(by)).all()
+    }
+    for key, ms in c.execute(
+        select(by, func.sum(now - TASKS.c.started_ms))
+        .where(TASKS.c.status == TaskStatus.ACKED, TASKS.c.started_ms >= since)
+        .group_by(by)
+    ).all():
+        ended[key] = ended.get(key, 0) + int(ms or 0)
+    for key, count in c.execute(
+        select(by, func.count()).where(TASKS.c.status == TaskStatus.ACKED, TASKS.c.started_ms < since).group_by(by)
+    ).all():
+        ended[key] = ended.get(key, 0) + int(count) * (now - since)
+    return ended
