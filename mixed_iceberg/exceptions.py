@@ -34,7 +34,8 @@
     ├── TransactionClosedError      a write to a transaction already committed or aborted
     ├── WriterFailedError           an ingest writer's commit failed; it must be restarted
     ├── TableBusyError              the optimizer's system database holds a process in flight for the table
-    └── LogStoreError               a LogStore (Kafka) operation failed: a missing topic, an undelivered message
+    ├── LogStoreError               a LogStore (Kafka) operation failed: a missing topic, an undelivered message
+    └── SystemDatabaseError         a row of the optimizer's system database this version cannot read (a task format, a status)
 
 Messages name the table and say what was expected and what was found.
 """
@@ -70,6 +71,7 @@ __all__ = [
     "SchemaEvolutionError",
     "SchemaMismatchError",
     "SnapshotExpiredError",
+    "SystemDatabaseError",
     "TableBusyError",
     "TableExistsError",
     "TransactionClosedError",
@@ -242,3 +244,9 @@ class NamespaceNotEmptyError(MixedIcebergError):
 
 class TableBusyError(MixedIcebergError):
     """The optimizer's system database refused a second process for a table that has one in flight."""
+
+
+class SystemDatabaseError(MixedIcebergError):
+    """A row of the optimizer's system database this version cannot read: a task input or output
+    of an unknown format version or malformed, a status it does not know. The message names
+    what was expected and what was found."""

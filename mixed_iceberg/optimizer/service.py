@@ -363,7 +363,7 @@ class OptimizerService:
             self._finish(process, ProcessStatus.FAILED, error=f"commit failed: {type(exc).__name__}: {exc}")
             return ProcessStatus.FAILED
         results = [decode_result(t.output or "[]") for t in succeeded]
-        files_in = sum(len(o["removed_data"]) for r in results for o in r.outputs)
+        files_in = sum(r.files_in for r in results)
         files_in += sum(len(r.change) for t in succeeded for r in decode_tasks(t.input))
         files_out = sum(r.files_out for r in results)
         self._finish(process, ProcessStatus.SUCCESS, snapshot_id=outcome.snapshot_id, files_in=files_in, files_out=files_out)

@@ -128,11 +128,11 @@ def _outputs(collected: CollectedTable, tasks: list[TaskRecord]) -> list[TaskOut
         result = decode_result(record.output)
         for rewrite, written in zip(planned, result.outputs, strict=True):
             output = TaskOutput(rewrite)
-            output.added_data = [decode_data_file(f) for f in written["added_data"]]
-            output.added_deletes = [decode_data_file(f) for f in written["added_deletes"]]
-            output.removed_data = [collected.data_files[p].data_file for p in written["removed_data"]]
-            output.removed_deletes = [collected.delete_files[p].data_file for p in written["removed_deletes"]]
-            output.rows_in, output.rows_out = int(written["rows_in"]), int(written["rows_out"])
+            output.added_data = [decode_data_file(f) for f in written.added_data_files]
+            output.added_deletes = [decode_data_file(f) for f in written.added_delete_files]
+            output.removed_data = [collected.data_files[p].data_file for p in written.removed_data_files]
+            output.removed_deletes = [collected.delete_files[p].data_file for p in written.removed_delete_files]
+            output.rows_in, output.rows_out = written.rows_in, written.rows_out
             outputs.append(output)
     return outputs
 

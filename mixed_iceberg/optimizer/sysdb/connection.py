@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import itertools
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -25,19 +26,27 @@ from sqlalchemy.engine import Connection
 
 from mixed_iceberg.exceptions import ConfigError
 
-__all__ = ["HEAD", "Connected", "current_step"]
+__all__ = ["HEAD", "Connected", "current_step", "current_transaction"]
 
 #: The newest schema version (the Alembic revision of ``migrations/versions/``).
 HEAD = "0003"
 _MIGRATIONS = Path(__file__).with_name("migrations")
 _SQLITE_BUSY_MS = 60_000
 
-_STEP: contextvars.ContextVar[str | None] = contextvars.ContextVar("sysdb_step", default=None)
+_STEP: contextvars.ContextVar[tuple[str, int] | None] = contextvars.ContextVar("sysdb_step", default=None)
+_SERIAL = itertools.count(1)
 
 
 def current_step() -> str | None:
     """The verb whose transaction this thread runs now (None outside one)."""
-    return _STEP.get()
+    step = _STEP.get()
+    return step[0] if step is not None else None
+
+
+def current_transaction() -> int | None:
+    """A number unique to the transaction (or read) this thread runs now (None outside one)."""
+    step = _STEP.get()
+    return step[1] if step is not None else None
 
 
 class Connected:
@@ -81,7 +90,7 @@ class Connected:
     @contextlib.contextmanager
     def _write(self, step: str) -> Iterator[Connection]:
         """A transaction of the verb ``step``: committed when the block ends, rolled back on an error."""
-        token = _STEP.set(step)
+        token = _STEP.set((step, next(_SERIAL)))
         try:
             with self.engine.begin() as connection:
                 yield connection
@@ -91,7 +100,7 @@ class Connected:
     @contextlib.contextmanager
     def _read(self, step: str) -> Iterator[Connection]:
         """A read-only connection of the verb ``step``."""
-        token = _STEP.set(step)
+        token = _STEP.set((step, next(_SERIAL)))
         try:
             with self.engine.connect() as connection:
                 yield connection

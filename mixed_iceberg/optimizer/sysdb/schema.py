@@ -32,6 +32,7 @@ from sqlalchemy import BigInteger, Boolean, Column, Float, ForeignKeyConstraint,
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
+from mixed_iceberg.exceptions import SystemDatabaseError
 from mixed_iceberg.optimizer.sysdb.states import ProcessStatus, TableStatus, TaskStatus
 from mixed_iceberg.optimizing.model import OptimizingType
 
@@ -63,7 +64,9 @@ class EnumText(TypeDecorator[Any]):
             return self.enum_type(value)
         except ValueError as exc:
             expected = ", ".join(str(m.value) for m in self.enum_type)
-            raise ValueError(f"system database: expected a {self.enum_type.__name__} ({expected}), found {value!r}") from exc
+            raise SystemDatabaseError(
+                f"system database: expected a {self.enum_type.__name__} ({expected}), found {value!r}"
+            ) from exc
 
 
 GROUPS = Table(

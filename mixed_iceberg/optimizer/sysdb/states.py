@@ -136,7 +136,13 @@ class TASK:
 class PROCESS:
     """The transitions of a process (it begins RUNNING: :meth:`create_process`)."""
 
-    commit = Transition("begin_commit", (_P.RUNNING,), _P.COMMITTING, "the holder of the table's lease", "the table's lease_ms")
+    commit = Transition(
+        "begin_commit",
+        (_P.RUNNING, _P.COMMITTING),  # COMMITTING: the holder resumes a commit it could not record
+        _P.COMMITTING,
+        "the holder of the table's lease",
+        "the table's lease_ms",
+    )
     resume = Transition("reset_expired", (_P.COMMITTING,), _P.RUNNING, "reset_expired: the committer's table lease ran out", None)
     succeed = Transition("finish_process", (_P.RUNNING, _P.COMMITTING), _P.SUCCESS, "the holder of the table's lease", None)
     fail = Transition("finish_process", (_P.RUNNING, _P.COMMITTING), _P.FAILED, "the holder of the table's lease", None)
@@ -163,7 +169,11 @@ class TABLE:
     )
     defer = Transition("defer_table", (_S.PLANNING,), _S.IDLE, "the holder of the table's lease", None)
     commit = Transition(
-        "begin_commit", (_S.MINOR, _S.MAJOR, _S.FULL), _S.COMMITTING, "the holder of the table's lease", "the table's lease_ms"
+        "begin_commit",
+        (_S.MINOR, _S.MAJOR, _S.FULL, _S.COMMITTING),
+        _S.COMMITTING,
+        "the holder of the table's lease",
+        "the table's lease_ms",
     )
     succeed = Transition(
         "finish_process", (_S.MINOR, _S.MAJOR, _S.FULL, _S.COMMITTING), _S.IDLE, "the holder of the table's lease", None

@@ -42,6 +42,7 @@ PINNED = [
     "SchemaEvolutionError",
     "SchemaMismatchError",
     "SnapshotExpiredError",
+    "SystemDatabaseError",
     "TableBusyError",
     "TableExistsError",
     "TransactionClosedError",

@@ -7,42 +7,30 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine, inspect, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import inspect, text
 
-from mixed_iceberg.exceptions import TableBusyError
+from mixed_iceberg.exceptions import SystemDatabaseError, TableBusyError
 from mixed_iceberg.optimizer.sysdb.database import HEAD, SystemDatabase, now_ms
 from mixed_iceberg.optimizer.sysdb.schema import METADATA
+from mixed_iceberg.optimizer.sysdb.states import (
+    PROCESS,
+    TABLE,
+    TASK,
+    ProcessStatus,
+    TableStatus,
+    TaskStatus,
+    Transition,
+    backoff_ms,
+)
 from mixed_iceberg.optimizing.model import OptimizingType
 
 FAR = 10**15  # a lease that does not run out within a test
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty database of each backend."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/system.db"
-        return
-    server = make_url(request.getfixturevalue("postgres_url"))
-    name = f"sysdb_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(server, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield server.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as c:
-            c.execute(text(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"))
-            c.execute(text(f'DROP DATABASE "{name}"'))
-        admin.dispose()
 
 
 @pytest.fixture
@@ -256,3 +244,166 @@ def test_a_table_with_a_process_in_flight_gets_no_second_one(db: SystemDatabase)
     assert not db.begin_planning("local.db.t", "planner")
     assert [p.process_id for p in db.processes("local.db.t")] == [first]
     assert db.table("local.db.t").status == "MINOR"  # type: ignore[union-attr]
+
+
+def test_a_task_whose_lease_runs_out_retries_by_its_tables_num_retries_not_the_default(db: SystemDatabase) -> None:
+    # The table allows no retry (execute.num-retries = 0): one run that outlives its lease fails
+    # the task for good. Before schema 3 every lapsed lease counted against the default of 5.
+    me = db.register_optimizer("g", "local", 1)
+    process_id = _plan(db, tasks=1, max_retries=0)
+    task = db.claim_task("local.db.t", me, 0, FAR)
+    assert task is not None
+    assert db.ack_task(task, me, now_ms() + 50)
+    time.sleep(0.15)
+    db.reset_expired("g", heartbeat_timeout_ms=10**9, ack_timeout_ms=10**9)
+    (row,) = db.tasks(process_id)
+    assert (row.status, row.retries, row.max_retries) == (TaskStatus.FAILED, 1, 0)
+
+
+def test_a_heartbeat_renews_table_leases_but_not_a_running_tasks_execute_deadline(db: SystemDatabase) -> None:
+    # A task that hangs while its optimizer keeps heartbeating is still taken back when its
+    # task-execute-timeout runs out (the heartbeat used to push that deadline forward).
+    me = db.register_optimizer("g", "local", 1)
+    process_id = _plan(db, tasks=1)
+    assert db.claim_table("local.db.t", me, now_ms() + 50)
+    task = db.claim_task("local.db.t", me, 0, FAR)
+    assert task is not None
+    assert db.ack_task(task, me, now_ms() + 100)
+    assert db.heartbeat(me, FAR)
+    assert db.table("local.db.t").lease_ms == FAR  # type: ignore[union-attr]
+    time.sleep(0.2)
+    db.reset_expired("g", heartbeat_timeout_ms=10**9, ack_timeout_ms=10**9)
+    (row,) = db.tasks(process_id)
+    assert (row.status, row.retries, row.owner) == (TaskStatus.PLANNED, 1, None)
+
+
+def test_a_table_left_planning_and_a_process_left_committing_by_a_lapsed_lease_return_to_schedulable_states(
+    db: SystemDatabase,
+) -> None:
+    process_id = _plan(db, tasks=1)
+    db.sync_tables("g", [("local.db.t", "local", "db.t", 0.5), ("local.db.p", "local", "db.p", 0.5)])
+    assert db.claim_table("local.db.p", "planner", now_ms() + 1000)
+    assert db.begin_planning("local.db.p", "planner")
+    assert db.claim_table("local.db.t", "committer", now_ms() + 1000)
+    process = db.process(process_id)
+    assert process is not None
+    assert db.begin_commit(process, "committer")
+    assert (db.table("local.db.t").status, db.process(process_id).status) == ("COMMITTING", "COMMITTING")  # type: ignore[union-attr]
+    db.reset_expired("g", heartbeat_timeout_ms=10**9, ack_timeout_ms=10**9)
+    assert db.table("local.db.p").status is TableStatus.PLANNING  # type: ignore[union-attr]  # leases still run
+    time.sleep(1.1)
+    db.reset_expired("g", heartbeat_timeout_ms=10**9, ack_timeout_ms=10**9)
+    assert db.table("local.db.p").status is TableStatus.IDLE  # type: ignore[union-attr]
+    table = db.table("local.db.t")
+    assert table is not None
+    assert (table.status, table.process_id, table.owner) == (TableStatus.MINOR, process_id, None)
+    assert db.process(process_id).status is ProcessStatus.RUNNING  # type: ignore[union-attr]
+    # The next holder commits it; a begin_commit by one who does not hold the lease is refused.
+    assert not db.begin_commit(process, "committer")
+    assert db.claim_table("local.db.t", "next", FAR)
+    assert db.begin_commit(process, "next")
+    assert db.finish_process(process, ProcessStatus.SUCCESS, snapshot_id=7)
+    assert db.table("local.db.t").status is TableStatus.IDLE  # type: ignore[union-attr]
+
+
+def test_a_failure_backs_off_by_one_formula_whoever_records_it(db: SystemDatabase) -> None:
+    # A planning failure (fail_table) and a failed process (finish_process) count the same
+    # consecutive failures and wait the same doubled back-off.
+    db.sync_tables("g", [("local.db.t", "local", "db.t", 0.5)])
+    waits = []
+    for attempt in range(3):
+        before = now_ms()
+        if attempt == 1:
+            process = db.process(_plan(db, tasks=1))
+            assert process is not None
+            assert db.finish_process(process, ProcessStatus.FAILED, error="boom", backoff_ms=1000)
+        else:
+            assert db.claim_table("local.db.t", "me", FAR)
+            assert db.begin_planning("local.db.t", "me")
+            assert db.fail_table("local.db.t", "me", error="planning failed", base_backoff_ms=1000)
+        runtime = db.table("local.db.t")
+        assert runtime is not None
+        assert (runtime.status, runtime.failures, runtime.owner) == (TableStatus.FAILED, attempt + 1, None)
+        waits.append(runtime.next_plan_ms - before)
+    assert [backoff_ms(1000, n) for n in (1, 2, 3)] == [1000, 2000, 4000]
+    for wait, expected in zip(waits, (1000, 2000, 4000), strict=True):
+        assert expected <= wait < expected + 1000
+    assert not db.fail_table("local.db.t", "not-the-holder", error="x", base_backoff_ms=1000)
+
+
+def test_every_status_read_back_is_an_enum_and_an_unknown_one_is_refused_by_name(db: SystemDatabase) -> None:
+    process_id = _plan(db, tasks=1)
+    assert type(db.table("local.db.t").status) is TableStatus  # type: ignore[union-attr]
+    assert type(db.process(process_id).status) is ProcessStatus  # type: ignore[union-attr]
+    assert db.process(process_id).type is OptimizingType.MINOR  # type: ignore[union-attr]
+    assert type(db.tasks(process_id)[0].status) is TaskStatus
+    with db.engine.begin() as c:
+        c.execute(text("UPDATE table_runtime SET status = 'SLEEPING'"))
+    with pytest.raises(SystemDatabaseError, match=r"expected a TableStatus \(IDLE, .*\), found 'SLEEPING'"):
+        db.table("local.db.t")
+
+
+def test_every_transition_has_an_owner_and_every_in_flight_state_a_deadline_or_a_round_that_moves_it() -> None:
+    transitions = [
+        value for machine in (TASK, PROCESS, TABLE) for value in vars(machine).values() if isinstance(value, Transition)
+    ]
+    assert len(transitions) >= 15
+    assert all(t.owner for t in transitions)
+    # The states a holder enters and may leave hanging each carry the deadline that ends them.
+    entered_with_deadline = {t.target for t in transitions if t.deadline is not None}
+    assert {TaskStatus.SCHEDULED, TaskStatus.ACKED, ProcessStatus.COMMITTING, TableStatus.PLANNING} <= entered_with_deadline
+    # ... and reset_expired moves each of them back to a schedulable state.
+    back = {(t.sources, t.target) for t in (TASK.give_back, TASK.retry, PROCESS.resume, TABLE.unstick)}
+    assert ((TaskStatus.SCHEDULED, TaskStatus.ACKED), TaskStatus.PLANNED) in back
+    assert ((ProcessStatus.COMMITTING,), ProcessStatus.RUNNING) in back
+    assert ((TableStatus.PLANNING,), TableStatus.IDLE) in back
+
+
+def test_operator_queries_give_a_tables_process_history_its_groups_queue_and_its_runtime(db: SystemDatabase) -> None:
+    hour = 3_600_000
+    me = db.register_optimizer("g", "local", 2)
+    db.register_optimizer("h", "local", 1)
+    first = _plan(db, tasks=1)
+    task = db.claim_task("local.db.t", me, 0, FAR)
+    assert task is not None
+    assert db.ack_task(task, me, FAR)
+    assert db.complete_task(task, me, output="[]", rows_in=10, rows_out=7, bytes_out=99, duration_ms=1500)
+    process = db.process(first)
+    assert process is not None
+    assert db.finish_process(process, ProcessStatus.SUCCESS, snapshot_id=1)
+    second = _plan(db, tasks=3)
+    running = db.claim_task("local.db.t", me, 0, FAR)
+    scheduled = db.claim_task("local.db.t", me, 1, FAR)
+    assert running is not None
+    assert scheduled is not None
+    assert db.ack_task(running, me, FAR)
+
+    history = db.process_history("local.db.t")
+    assert [h.process.process_id for h in history] == [second, first]  # newest first
+    assert [t.status for t in history[0].tasks] == [TaskStatus.ACKED, TaskStatus.SCHEDULED, TaskStatus.PLANNED]
+    assert [(t.status, t.rows_out) for t in history[1].tasks] == [(TaskStatus.SUCCESS, 7)]
+    assert history[0].duration_ms is None
+    assert history[1].duration_ms is not None
+    assert history[1].duration_ms >= 0
+    assert [h.process.process_id for h in db.process_history("local.db.t", limit=1)] == [second]
+    assert db.process_history("local.db.none") == []
+
+    queues = {q.group_name: q for q in db.group_queues(window_ms=hour, heartbeat_timeout_ms=hour)}
+    assert set(queues) == {"g", "h"}  # h: an optimizer and nothing to do
+    g = queues["g"]
+    assert (g.live_optimizers, g.threads, g.tasks_planned, g.tasks_scheduled, g.tasks_acked) == (1, 2, 1, 1, 1)
+    assert (g.tables, g.tables_failed, g.processes_running, g.processes_committing) == (1, 0, 1, 0)
+    assert g.executor_ms >= 1500  # the finished run, plus the running one up to now
+    assert g.occupation == pytest.approx(g.executor_ms / hour / 2)
+    h = queues["h"]
+    assert (h.live_optimizers, h.threads, h.tasks_planned, h.tables, h.executor_ms) == (1, 1, 0, 0, 0)
+
+    (stats,) = db.table_stats("g", window_ms=hour)
+    assert stats.runtime.table_id == "local.db.t"
+    assert stats.runtime.status is TableStatus.MINOR
+    assert (stats.tasks_running, stats.tasks_waiting, stats.processes_succeeded, stats.processes_failed) == (2, 1, 1, 0)
+    assert stats.executor_ms >= 1500
+    assert stats.last_process is not None
+    assert stats.last_process.process_id == second
+    assert db.table_stats("h", window_ms=hour) == []
+    assert [s.runtime.table_id for s in db.table_stats(window_ms=hour)] == ["local.db.t"]
