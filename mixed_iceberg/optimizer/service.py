@@ -335,7 +335,12 @@ class OptimizerService:
         # Read again under the lease: another optimizer may have ended this process since
         # ``runtime`` was read (and planned the table's next one).
         current, process = self.db.table(runtime.table_id), self.db.process(process.process_id)
-        if current is None or process is None or current.process_id != process.process_id or process.status.ended:
+        if (
+            current is None
+            or process is None
+            or current.process_id != process.process_id
+            or process.status in ProcessStatus.ended()
+        ):
             self.db.release_table(runtime.table_id, self.optimizer_id)
             return None
         try:

@@ -29,6 +29,7 @@ from mixed_iceberg.optimizer.sysdb.records import (
 )
 from mixed_iceberg.optimizer.sysdb.schema import GROUPS, OPTIMIZERS, PROCESSES, TABLES, TASKS
 from mixed_iceberg.optimizer.sysdb.states import ProcessStatus, TableStatus, TaskStatus
+from mixed_iceberg.optimizer.sysdb.tasks import executor_ms
 
 __all__ = ["OperatorQueries"]
 
@@ -57,7 +58,8 @@ class OperatorQueries(Connected):
         return [ProcessHistory(process=p, tasks=tuple(tasks[p.process_id])) for p in processes]
 
     def group_queues(self, *, window_ms: int, heartbeat_timeout_ms: int) -> list[GroupQueue]:
-        """Every group known to the database (started once, or serving a table), by name: its
+        """Every group known to the database (started once, serving a table, or with a live
+        optimizer), by name: its
         live optimizers (heartbeat within ``heartbeat_timeout_ms``), tasks by state, tables,
         processes in flight and the executor time used over the last ``window_ms``."""
         now = now_ms()
@@ -73,6 +75,7 @@ class OperatorQueries(Connected):
                     .group_by(OPTIMIZERS.c.group_name)
                 )
             }
+            names.update(live)
             tasks: dict[tuple[str, TaskStatus], int] = {
                 (row.group_name, row.status): int(row.n)
                 for row in c.execute(
@@ -97,7 +100,7 @@ class OperatorQueries(Connected):
                     .group_by(PROCESSES.c.group_name, PROCESSES.c.status)
                 )
             }
-            executor = _executor_ms(c, TASKS.c.group_name, since, now)
+            executor = executor_ms(c, TASKS.c.group_name, since, now)
         return [
             GroupQueue(
                 group_name=name,
@@ -128,7 +131,7 @@ class OperatorQueries(Connected):
 
         with self._read("table_stats") as c:
             runtimes = [record(TableRuntime, row) for row in c.execute(of_group(select(TABLES)).order_by(TABLES.c.table_id))]
-            executor = _executor_ms(c, TASKS.c.table_id, since, now)
+            executor = executor_ms(c, TASKS.c.table_id, since, now)
             tasks: dict[tuple[str, TaskStatus], int] = {
                 (row.table_id, row.status): int(row.n)
                 for row in c.execute(
@@ -167,23 +170,3 @@ class OperatorQueries(Connected):
             )
             for runtime in runtimes
         ]
-
-
-def _executor_ms(c: Any, by: Any, since: int, now: int) -> dict[str, int]:
-    """Executor ms per ``by`` (a task column): runs that ended within the window, plus the
-    running ones from their start (or the window's) up to now."""
-    ended = {
-        key: int(ms or 0)
-        for key, ms in c.execute(select(by, func.sum(TASKS.c.duration_ms)).where(TASKS.c.finished_ms >= since).group_by(by)).all()
-    }
-    for key, ms in c.execute(
-        select(by, func.sum(now - TASKS.c.started_ms))
-        .where(TASKS.c.status == TaskStatus.ACKED, TASKS.c.started_ms >= since)
-        .group_by(by)
-    ).all():
-        ended[key] = ended.get(key, 0) + int(ms or 0)
-    for key, count in c.execute(
-        select(by, func.count()).where(TASKS.c.status == TaskStatus.ACKED, TASKS.c.started_ms < since).group_by(by)
-    ).all():
-        ended[key] = ended.get(key, 0) + int(count) * (now - since)
-    return ended

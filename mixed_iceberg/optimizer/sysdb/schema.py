@@ -12,7 +12,7 @@ Tables:
 * ``optimizer_groups``: the groups of ``conf/optimizer.yaml`` as last started (container, properties).
 * ``optimizers``: every registered optimizer (one process of the local container, one subtask of
   a Flink job) with its heartbeat; one is alive while ``heartbeat_ms`` is recent and it has not stopped.
-* ``table_runtime``: one row per served table: status (IDLE, PENDING, PLANNING, MINOR, MAJOR,
+* ``table_runtime``: one row per served table: status (IDLE, PLANNING, MINOR, MAJOR,
   FULL, COMMITTING, FAILED), the optimizer holding its lease (the only one that plans and
   commits it), last optimize time per type, the last error.
 * ``optimizing_processes``: one optimizing of one table: its type, the snapshots it was planned

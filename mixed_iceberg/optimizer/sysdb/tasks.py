@@ -25,7 +25,7 @@ from mixed_iceberg.optimizer.sysdb.tables import record_failure
 from mixed_iceberg.optimizing.model import OptimizingType
 from mixed_iceberg.options import OPT_RETRIES
 
-__all__ = ["ProcessesAndTasks"]
+__all__ = ["ProcessesAndTasks", "executor_ms"]
 
 _LAST_OPTIMIZED = {
     OptimizingType.MINOR: TABLES.c.last_minor_ms,
@@ -89,7 +89,7 @@ class ProcessesAndTasks(Connected):
             TableBusyError: the table has a process in flight (a table never has two).
         """
         kind = OptimizingType(type)
-        start = TABLE.start(kind.value)
+        start = TABLE.start(kind)
         now = now_ms()
         with self._write("create_process") as c:
             # Locks the table's row (PostgreSQL re-checks the condition after a concurrent
@@ -184,34 +184,25 @@ class ProcessesAndTasks(Connected):
         now = now_ms()
         with self._read("table_loads") as c:
             tables = {row.table_id: row for row in c.execute(select(TABLES).where(TABLES.c.group_name == group))}
-            done = dict(
-                c.execute(
-                    select(TASKS.c.table_id, func.sum(TASKS.c.duration_ms))
-                    .where(TASKS.c.group_name == group, TASKS.c.finished_ms >= since_ms)
+            used = executor_ms(c, TASKS.c.table_id, since_ms, now, TASKS.c.group_name == group)
+            running: dict[str, int] = {
+                table_id: int(count)
+                for table_id, count in c.execute(
+                    select(TASKS.c.table_id, func.count())
+                    .where(TASKS.c.group_name == group, TASKS.c.status.in_(TaskStatus.in_flight()))
                     .group_by(TASKS.c.table_id)
-                ).all()
-            )
-            running: dict[str, int] = {}
-            elapsed: dict[str, int] = {}
-            for row in c.execute(
-                select(TASKS.c.table_id, TASKS.c.started_ms).where(
-                    TASKS.c.group_name == group, TASKS.c.status.in_(TASK.give_back.sources)
-                )
-            ):
-                running[row.table_id] = running.get(row.table_id, 0) + 1
-                if row.started_ms is not None:
-                    elapsed[row.table_id] = elapsed.get(row.table_id, 0) + now - max(row.started_ms, since_ms)
-            waiting = {
-                row.table_id
-                for row in c.execute(
-                    select(TASKS.c.table_id).where(TASKS.c.group_name == group, TASKS.c.status == TaskStatus.PLANNED).distinct()
                 )
             }
+            waiting = set(
+                c.execute(
+                    select(TASKS.c.table_id).where(TASKS.c.group_name == group, TASKS.c.status == TaskStatus.PLANNED).distinct()
+                ).scalars()
+            )
         return [
             TableLoad(
                 table_id,
                 row.quota,
-                int(done.get(table_id) or 0) + elapsed.get(table_id, 0),
+                used.get(table_id, 0),
                 running.get(table_id, 0),
                 max(row.last_minor_ms or 0, row.last_major_ms or 0, row.last_full_ms or 0),
                 table_id in waiting,
@@ -462,6 +453,28 @@ class ProcessesAndTasks(Connected):
                 c.execute(
                     update(TABLES)
                     .where(TABLES.c.table_id == table_id, TABLES.c.process_id == process_id)
-                    .values(status=TableStatus.running(OptimizingType(kind).value), owner=None, lease_ms=None, updated_ms=now)
+                    .values(status=TableStatus.optimizing(OptimizingType(kind)), owner=None, lease_ms=None, updated_ms=now)
                 )
         return int(reset)
+
+
+def executor_ms(c: Connection, by: Any, since: int, now: int, *where: Any) -> dict[str, int]:
+    """Executor ms per ``by`` (a task column): runs that ended within the window, plus the
+    running ones from their start (or the window's) up to now; only tasks matching ``where``."""
+    ended = {
+        key: int(ms or 0)
+        for key, ms in c.execute(
+            select(by, func.sum(TASKS.c.duration_ms)).where(TASKS.c.finished_ms >= since, *where).group_by(by)
+        ).all()
+    }
+    for key, ms in c.execute(
+        select(by, func.sum(now - TASKS.c.started_ms))
+        .where(TASKS.c.status == TaskStatus.ACKED, TASKS.c.started_ms >= since, *where)
+        .group_by(by)
+    ).all():
+        ended[key] = ended.get(key, 0) + int(ms or 0)
+    for key, count in c.execute(
+        select(by, func.count()).where(TASKS.c.status == TaskStatus.ACKED, TASKS.c.started_ms < since, *where).group_by(by)
+    ).all():
+        ended[key] = ended.get(key, 0) + int(count) * (now - since)
+    return ended

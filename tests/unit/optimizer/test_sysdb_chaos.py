@@ -124,9 +124,9 @@ def test_a_process_survives_its_database_connection_dropping_and_stalling_at_eve
         [Fault(step, 1, "fail") for step in STEPS] + [Fault(step, 2, "stall", ACK_TIMEOUT_S * 1.5) for step in STEPS],
     )
     observer = SystemDatabase(url)
+    service.start()  # migrates the database the watch reads
     watch = StateWatch(observer)
     try:
-        service.start()
         wait_for(
             lambda: (
                 any(p.status is ProcessStatus.SUCCESS for p in observer.processes("local.db.chaos"))
@@ -158,9 +158,9 @@ def test_a_process_survives_its_database_connection_dropping_and_stalling_at_eve
 
 
 def _settled(db: SystemDatabase, *, table_id: str) -> bool:
-    if any(not t.status.ended for t in db.tasks()):
+    if any(t.status not in (*TaskStatus.done(), TaskStatus.CANCELED) for t in db.tasks()):
         return False
-    if any(not p.status.ended for p in db.processes()):
+    if any(p.status not in ProcessStatus.ended() for p in db.processes()):
         return False
     runtime = db.table(table_id)
     return runtime is not None and runtime.process_id is None and runtime.status in (TableStatus.IDLE, TableStatus.FAILED)
