@@ -6,14 +6,15 @@ blobs to BaseStore snapshots, so without this pyiceberg cannot even load a table
 (or we) optimized. The Iceberg spec leaves blob types open; we widen the field to ``str``.
 
 pyiceberg 0.12 also ends every metadata update with a deep copy of the whole metadata
-(iceberg-python #2673): about 30 ms at 200 snapshots, three times per commit.
+(iceberg-python #2673), three times per commit, at a cost that grows with the history.
 :func:`updated_metadata` applies the same updates without that copy.
 
 pyiceberg 0.12 builds the Avro readers and writers of every manifest and manifest list it
 opens from the schema, by walking it, and converts the schema to and from Avro's JSON each
-time: about 1.5 ms of a small commit (one manifest and one manifest list written, the parent's
-manifest list read). Readers and writers are stateless (frozen, or read-only after
-construction), so :func:`apply` memoises them by schema, with the schema's own JSON as the key.
+time, a visible share of a small commit (one manifest and one manifest list written, the parent's
+manifest list read; the commit's components: ``.venv/bin/python -m bench.commit_profile``,
+``bench/results/commit_profile-2026-12-06-4647a3f.json``). Readers and writers are stateless
+(frozen, or read-only after construction), so :func:`apply` memoises them by schema, with the schema's own JSON as the key.
 
 pyiceberg 0.12 also reads a snapshot's manifest list again on every ``Snapshot.manifests`` call
 (each commit reads its parent's, which it wrote itself a moment before). Manifest lists are

@@ -367,7 +367,8 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
         """Seed the manifest entry cache with the manifests this producer wrote, once its
         snapshot is in ``table``'s (refreshed) metadata: the next scan or commit of this
         process reads its own manifests from memory (the optimizer's planning opened every
-        manifest its previous commit had just written: 0.7 s of a 15 s profile at 1M rows)."""
+        manifest its previous commit had just written; profiled with
+        ``.venv/bin/python -m bench.peers.profile_mixed``, no run stored)."""
         snapshot = table.metadata.snapshot_by_id(self._snapshot_id)
         if snapshot is None:
             return

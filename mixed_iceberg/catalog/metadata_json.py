@@ -1,10 +1,11 @@
 """Table metadata JSON, serialised without re-serialising the history on every commit.
 
 Every commit writes a new metadata file holding every snapshot, the snapshot log, the metadata
-log and the statistics files: pyiceberg serialises all of them again each time (1.4 ms at 225
-snapshots, growing with the history). These entries are immutable and shared between successive
-metadata objects (``compat.updated_metadata`` keeps them), so each one's JSON is kept by object
-identity and only new entries are serialised. The bytes are pyiceberg's own: the rest of the
+log and the statistics files: pyiceberg serialises all of them again each time, a cost growing
+with the history (the commit's components: ``.venv/bin/python -m bench.commit_profile``,
+``bench/results/commit_profile-2026-12-06-4647a3f.json``). These entries are immutable and shared
+between successive metadata objects (``compat.updated_metadata`` keeps them), so each one's JSON
+is kept by object identity and only new entries are serialised. The bytes are pyiceberg's own: the rest of the
 metadata is serialised by pydantic with those lists empty, and the kept fragments are spliced
 in where the empty lists are.
 
@@ -36,10 +37,11 @@ class FragmentCache:
     """JSON of immutable metadata entries by object identity, at most ``capacity`` of them.
 
     A plain dict of ``id(entry) -> (entry, text)``: a commit looks up every entry of the
-    history (some 800 at 300 snapshots), and a general LRU's bookkeeping per lookup cost more
-    than 2 ms of each commit. Holding the entry keeps its id from being reused. Past
-    ``capacity``, the oldest entries by insertion go, down to three quarters of it (an entry
-    still in use is serialised again once, when next asked for).
+    history (some 800 at 300 snapshots), and a general LRU's bookkeeping per lookup was a
+    visible share of each commit (``.venv/bin/python -m bench.commit_profile``,
+    ``bench/results/commit_profile-2026-12-06-4647a3f.json``). Holding the entry keeps its id from
+    being reused. Past ``capacity``, the oldest entries by insertion go, down to three quarters
+    of it (an entry still in use is serialised again once, when next asked for).
     """
 
     def __init__(self, capacity: int = 20_000) -> None:

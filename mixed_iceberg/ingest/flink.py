@@ -55,7 +55,7 @@ _DEFAULTS = {
     "python.fn-execution.bundle.time": "500",
     # Chained operators hand records on without a defensive copy each (the SQL operators are
     # reuse-safe; the Python operator copies what it keeps and serializes its input at once).
-    # 1M events, 5 runs each: 51 s of job CPU with it, 60 s without.
+    # Less job CPU with it (`.venv/bin/python -m bench.ingest`, job_cpu_s; A/B runs not stored).
     "pipeline.object-reuse": "true",
     # Without checkpoints Flink restarts nothing unless told to. A restarted subtask re-reads
     # from the job's start offsets and its writers drop what the table already holds.

@@ -11,8 +11,9 @@
    does not read a big segment's keys again. One whose identity or checksum does not match is
    ignored and overwritten. Smaller files are not worth it: an index is about as big as the key
    columns (20 bytes a row for one ``long`` key), and small files are rewritten soon, so their
-   index files doubled the bytes a streaming table's optimizer wrote (the peers benchmark:
-   write amplification 9.4x instead of 5.9x), to spare the read of a few key columns.
+   index files raised the bytes a streaming table's optimizer wrote markedly (``make
+   bench-peers``: ``bench/results/peers-2026-12-02-c4f55d4.json``, against
+   ``peers-2026-12-01-a36fe34.json`` that wrote every index), to spare the read of a few key columns.
 3. **The data file**: its key columns are read and the index is built, cached and written.
 
 Index files are a cache, never a source of truth: losing one costs a rebuild. Orphan cleaning
@@ -48,7 +49,7 @@ def index_cache(budget_bytes: int) -> LruCache[IndexedFile, SegmentIndex]:
 CACHE = index_cache(1 << 30)
 
 #: Files with fewer rows get no index file (see the module docstring): rebuilding theirs
-#: reads under 1M keys, about 0.05 s.
+#: reads under 1M keys (a single column, no index file to manage).
 PERSIST_MIN_ROWS = 1_000_000
 
 

@@ -2,8 +2,9 @@
 
 Amoro's minor rewrites every fragment of a partition on every run, so a fragment that grows
 by one commit's rows per run is rewritten whole each time: write amplification grows with
-the number of runs it takes to fill a fragment (142x in our soak at Amoro's defaults, where a
-25 MB table is all fragments). Here fragments are grouped per tree node into size tiers a
+the number of runs it takes to fill a fragment (the ``amoro-defaults`` table of
+``.venv/bin/python -m bench.optimizing_soak``, where the whole table is fragments; no run stored). Here
+fragments are grouped per tree node into size tiers a
 factor of ``self-optimizing.minor.merge-width`` apart, counted down from the fragment size
 limit, and a tier is merged only once it holds ``width`` files: a row is then rewritten about
 once per tier, log_width(fragment size / commit size) times. Position-delete files of a

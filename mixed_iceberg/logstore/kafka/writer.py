@@ -28,7 +28,7 @@ __all__ = ["KafkaLogWriter"]
 
 log = logging.getLogger(__name__)
 
-#: Messages per ``produce`` loop in C (about 4 ms each): the GIL changes hands between them.
+#: Messages per ``produce`` loop in C: the GIL changes hands between them.
 _PRODUCE_CHUNK = 4096
 
 

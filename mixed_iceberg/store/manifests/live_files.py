@@ -38,8 +38,10 @@ class LiveFile:
 def manifest_entries(io: FileIO, manifest: ManifestFile) -> tuple[ManifestEntry, ...]:
     """The live entries of a committed manifest, cached by path (manifests never change).
 
-    Opening a manifest costs about 1.5 ms before its first entry (pyiceberg converts the Avro
-    header's schema every time); commits and scans re-read the same manifests constantly.
+    Opening a manifest costs more than reading its entries when it is small (pyiceberg converts
+    the Avro header's schema every time; ``.venv/bin/python -m bench.commit_profile``,
+    ``bench/results/commit_profile-2026-12-06-4647a3f.json``); commits and scans re-read the same
+    manifests constantly.
     The entries are shared: callers must not change them.
 
     Raises:

@@ -43,6 +43,11 @@ RUN_BY: list[tuple[str, str | None, str]] = [
         "too long for the suite: --quick took 9 s to build the peers' venvs (uv cache warm) and "
         "208 s to run (2 cores, another test session beside it)",
     ),
+    (
+        r"\.venv/bin/python -m bench\.minor_cost( --every 10)?",
+        None,
+        "a benchmark cited for its stored results: 1M- and 10M-row tables, too long for the suite",
+    ),
     # the CLI
     (
         r"\.venv/bin/mixed-iceberg (status|optimize) db\.orders.*",
