@@ -416,7 +416,7 @@ class CdcParser:
         if len(readable) < len(values):
             values = values.take(pa.array(readable))
             data, starts, stops = _bytes_of(values)
-        if (data == 0x0A).any() or (data == 0x0D).any():  # two passes: 4x faster than one with `|`
+        if (data == 0x0A).any() or (data == 0x0D).any():  # two passes: faster than one with `|` (measured ad hoc)
             # No message may span lines. Outside strings raw newlines are JSON whitespace, and so
             # is a tab; inside strings all three are invalid, so the reader still rejects them.
             values = pc.replace_substring(pc.replace_substring(values, b"\n", b"\t"), b"\r", b"\t")

@@ -58,9 +58,9 @@ def pack_lsn(transaction_ids: npt.NDArray[np.int64], offsets: npt.NDArray[np.int
 
 
 #: Rows from which a filter runs on pyarrow's threads. Below, the dataset's set-up costs more
-#: than it saves (15,000 rows: 0.61 ms of CPU against 0.12 ms). Above, ``Table.filter`` is not
-#: dearer itself, but the rows it gives made the layout's takes after a major's merge three
-#: times slower (300,000 rows: 31 ms against 10 ms in the peers stream).
+#: than it saves. Above, ``Table.filter`` is not dearer itself, but the rows it gives made the
+#: layout's takes after a major's merge slower (in the peers stream, ``make bench-peers``;
+#: measured ad hoc, no run stored).
 _THREADED_FILTER_ROWS = 100_000
 
 
@@ -138,8 +138,9 @@ def _index_in(values: pa.Array, dictionary: pa.Array) -> npt.NDArray[np.int64]:
 
     The bitmap (about 32 entries per dictionary value, at most 2^24) marks the multiplicative hash
     of every dictionary value; only values whose hash is marked are looked up, about 3 % more
-    than the hits. A gather per value instead of a hash-table probe: about 3x faster at 1.8M
-    against 15k (32 entries: the fewest false hits for a table that still stays in cache)."""
+    than the hits. A gather per value instead of a hash-table probe: faster when millions of
+    values meet thousands (measured ad hoc, no run stored; 32 entries: the fewest false hits
+    for a table that still stays in cache)."""
     if (
         len(values) < _PREFILTER_FROM * max(1, len(dictionary))
         or values.null_count

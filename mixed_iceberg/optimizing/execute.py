@@ -163,8 +163,8 @@ def _write_node_deletes(
         remember_positions(location, by_target)
         return written
 
-    # One file per node: a handful are written faster in turn than by threads (measured on two
-    # cores: 17 against 20 ms a minor); many partitions' worth go to a few threads, as pyarrow
+    # One file per node: a handful are written faster in turn than by threads (measured ad hoc on
+    # two cores, no run stored); many partitions' worth go to a few threads, as pyarrow
     # releases the GIL while writing.
     if len(groups) <= _SERIAL_WRITES:
         return [write(key) for key in groups]
@@ -300,8 +300,8 @@ def _grouped_by_node(files: Sequence[BaseFile]) -> list[BaseFile]:
     """``files`` with the files of each tree node together (in their order otherwise), when all
     are of one depth. Files of different nodes of one depth share no key, so the merge is the
     same in any order of them; read grouped, the rows reach the layout grouped by node, and it
-    slices them instead of copying them all through a sort by node (a major's 800,000 rows of
-    segments of several nodes: a 15 ms take)."""
+    slices them instead of copying them all through a sort by node (a take of a major's rows of
+    segments of several nodes)."""
     if len({f.node.mask for f in files}) != 1:
         return list(files)
     return sorted(files, key=lambda f: f.node.index)
@@ -403,7 +403,7 @@ def execute_task(
     transaction_id = max([*(f.transaction_id for f in task.rewrite), *(r.transaction_id for r in refs), 0])
     # Cut output by the on-disk size of the input rows: cut by Arrow memory, a merge of two
     # 4 MB files came out as two files again (Parquet is about half the size in memory), so
-    # undersized segments were re-merged on every run (the peers benchmark: 94x written).
+    # undersized segments were re-merged on every run (`make bench-peers`; that run was not stored).
     pieces = split_sized(
         base, survivors, keys, table.config.layout.base_buckets, table.config.optimizing.target_size, _disk_bytes_per_row(task)
     )

@@ -69,7 +69,7 @@ def plan_change_files(
     ``from_sequence`` (exclusive) raises each partition's floor, its optimized sequence, to at
     least itself; ``to_sequence`` is inclusive.
     ``admit`` (e.g. a filter's metrics test) is asked only about files the sequences keep: in a
-    long history most files are merged already, and a metrics test costs about 0.2 ms a file.
+    long history most files are merged already, and a metrics test costs per file.
     """
     refs = []
     for live in files:
