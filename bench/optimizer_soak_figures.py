@@ -60,7 +60,7 @@ def live_file_bound(properties: Mapping[str, str], data_bytes: int) -> int:
     """``base.file-index.hash-bucket x ceil(size / self-optimizing.target-size) +
     self-optimizing.minor.trigger.file-count``, read from the table's properties (at least one
     file per bucket)."""
-    from mixed_iceberg.options import BASE_HASH_BUCKET, OPT_MINOR_FILES, OPT_TARGET_SIZE
+    from mixed_iceberg.config.registry import BASE_HASH_BUCKET, OPT_MINOR_FILES, OPT_TARGET_SIZE
 
     files_per_bucket = max(1, math.ceil(data_bytes / OPT_TARGET_SIZE.read(properties)))
     return int(BASE_HASH_BUCKET.read(properties) * files_per_bucket + OPT_MINOR_FILES.read(properties))

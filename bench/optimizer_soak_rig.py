@@ -321,9 +321,9 @@ class Rig:
 
     def reset(self, setting: Setting) -> dict[str, Any]:
         """Optimizing off everywhere, every table merged by a full optimizing here, then the phase's group on."""
+        from mixed_iceberg.config.registry import BASE_HASH_BUCKET
         from mixed_iceberg.optimizer.sysdb.database import SystemDatabase
         from mixed_iceberg.optimizing.collect import collect
-        from mixed_iceberg.options import BASE_HASH_BUCKET
 
         started = time.monotonic()
         for s in self.streams:

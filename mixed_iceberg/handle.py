@@ -2,7 +2,7 @@
 
 Scans, change transactions, bulk loads, optimizing and maintenance take a handle rather than
 the :class:`~mixed_iceberg.table.MixedTable` facade: its name, its stores, its key and its
-parsed :class:`~mixed_iceberg.table_config.TableConfig`. The facade builds a new handle on
+parsed :class:`~mixed_iceberg.config.table.TableConfig`. The facade builds a new handle on
 each load and refresh; a service that must see the table's latest state (optimizing re-plans
 after a lost race) is given a :data:`Refresh` callable, the facade's.
 
@@ -22,10 +22,10 @@ import pyarrow as pa
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
-from mixed_iceberg.reader.merge_options import MergeConfig
+from mixed_iceberg.config.merge import MergeConfig
+from mixed_iceberg.config.table import TableConfig
 from mixed_iceberg.schema import arrow_schema
 from mixed_iceberg.store.damage import register
-from mixed_iceberg.table_config import TableConfig
 from mixed_iceberg.typedef import TableFormat
 
 __all__ = ["Refresh", "TableHandle"]

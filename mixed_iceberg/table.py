@@ -20,6 +20,8 @@ from pyiceberg.table import Table
 
 from mixed_iceberg.basestore.bulk_load import LoadInput, bulk_load
 from mixed_iceberg.changestore.transaction import ChangeTransaction
+from mixed_iceberg.config.merge import MergeConfig
+from mixed_iceberg.config.table import TableConfig
 from mixed_iceberg.exceptions import InvalidScanError, NoSuchTableError, NotKeyedTableError
 from mixed_iceberg.format import WriterIdentity
 from mixed_iceberg.handle import TableHandle
@@ -27,11 +29,9 @@ from mixed_iceberg.optimizing.engine import TableOptimizing
 from mixed_iceberg.optimizing.maintenance.facade import TableMaintenance
 from mixed_iceberg.reader.changes import ChangeScan
 from mixed_iceberg.reader.history import table_history, table_snapshots
-from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.scan import MixedScan
 from mixed_iceberg.schema_evolution import MixedSchemaUpdate, complete_schema_change
 from mixed_iceberg.store.commit import CommitOutcome
-from mixed_iceberg.table_config import TableConfig
 from mixed_iceberg.table_properties import update_properties
 from mixed_iceberg.typedef import CommitId, TableFormat
 

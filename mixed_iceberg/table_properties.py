@@ -16,8 +16,8 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.schema import Schema
 
+from mixed_iceberg.config.registry import OPT_FILTER, RESERVED_KEYS, check_key, validate_properties
 from mixed_iceberg.exceptions import CommitConflictError, InvalidFilterError, PropertyError
-from mixed_iceberg.options import OPT_FILTER, RESERVED_KEYS, check_key, validate_properties
 from mixed_iceberg.reader.filters import parse_filter
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def optimizing_filter(properties: Mapping[str, str], schema: Schema, table: str)
 
 
 def validate_table_properties(properties: Mapping[str, str], schema: Schema, table: str) -> None:
-    """Refuse what :func:`~mixed_iceberg.options.validate_properties` refuses, and a bad filter.
+    """Refuse what :func:`~mixed_iceberg.config.registry.validate_properties` refuses, and a bad filter.
 
     Raises:
         PropertyError: an unknown or reserved key, a value that does not parse, or a

@@ -32,6 +32,7 @@ from mixed_iceberg.catalog.markers import (
     table_format_of,
 )
 from mixed_iceberg.catalog.partitioning import partition_spec
+from mixed_iceberg.config.merge import validate_merge_properties
 from mixed_iceberg.exceptions import (
     ConfigError,
     CorruptTableError,
@@ -42,7 +43,6 @@ from mixed_iceberg.exceptions import (
     NoSuchTableError,
     TableExistsError,
 )
-from mixed_iceberg.reader.merge_options import validate_merge_properties
 from mixed_iceberg.schema import arrow_schema, keyed_iceberg_schema
 from mixed_iceberg.schema_evolution import complete_schema_change
 from mixed_iceberg.table import MixedTable

@@ -16,10 +16,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mixed_iceberg.catalog.config import _interpolate, default_config_path, load_catalog_config
+from mixed_iceberg.config.registry import LOG_STORE_ENABLED
 from mixed_iceberg.exceptions import ConfigError
 from mixed_iceberg.ingest.cdc import CdcFormat, check_source_schema
 from mixed_iceberg.logstore.format import check_log_schema
-from mixed_iceberg.options import LOG_STORE_ENABLED
 
 __all__ = ["ColumnSpec", "IngestConfig", "SourceConfig", "TableSpec", "load_ingest_config", "pin_catalog"]
 

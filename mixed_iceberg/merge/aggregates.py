@@ -2,7 +2,7 @@
 
 Each function gives, per position of rows sorted by key then order, the column's aggregate over
 the key's rows so far (see :func:`aggregate`); the types each takes are checked at create
-(:mod:`mixed_iceberg.reader.merge_options`).
+(:mod:`mixed_iceberg.config.merge`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mixed_iceberg.config.merge import MergeConfig
 from mixed_iceberg.merge.segments import last_where, next_where, segmented_scan, take_or_null
-from mixed_iceberg.reader.merge_options import MergeConfig
 
 __all__ = ["aggregate"]
 

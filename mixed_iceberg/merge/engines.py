@@ -24,10 +24,10 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mixed_iceberg.config.merge import MergeConfig, MergeEngine
 from mixed_iceberg.merge.aggregates import aggregate
 from mixed_iceberg.merge.latest import KeyIndex
 from mixed_iceberg.merge.segments import last_where, next_where, segmented_scan, take_or_null
-from mixed_iceberg.reader.merge_options import MergeConfig, MergeEngine
 
 __all__ = ["ScannedStates", "merge_by_engine", "scan_states"]
 

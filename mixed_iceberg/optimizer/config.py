@@ -1,21 +1,20 @@
 """``conf/optimizer.yaml``: the system database, the catalogs served, and the optimizer groups.
 
 Groups are declared in Amoro's shape (``optimizer_groups:`` with ``name``, ``container`` and
-``properties:``); each group property is an :class:`~mixed_iceberg.options.Option` of the
+``properties:``); each group property is an :class:`~mixed_iceberg.config.registry.Option` of the
 registry below, so an unknown key or a bad value is refused with the same kind of message as
 a table property's, naming the group. ``${VAR}`` and ``${VAR:-default}`` are expanded as in
 ``catalogs.yaml``; a relative ``sqlite:///`` path resolves against ``MIXED_ICEBERG_HOME`` (the
 folder holding ``conf/``).
 
 >>> group = GroupConfig.of("default", "local", {"scheduling-policy": "balanced"})
->>> group.policy, group.properties.refresh_interval_ms
+>>> group.policy.value, group.properties.refresh_interval_ms
 ('balanced', 10000)
 """
 
 from __future__ import annotations
 
 import difflib
-import enum
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,26 +24,20 @@ from typing import Any
 import yaml
 
 from mixed_iceberg.catalog.config import _interpolate, default_config_path
-from mixed_iceberg.exceptions import ConfigError, PropertyError
-from mixed_iceberg.options import (
+from mixed_iceberg.config.kinds import Container, SchedulingPolicy
+from mixed_iceberg.config.registry import (
     Option,
     is_non_negative,
     is_positive,
     parse_bool,
     parse_duration,
     parse_duration_text,
+    parse_enum,
     parse_int,
-    parse_text,
 )
+from mixed_iceberg.exceptions import ConfigError, PropertyError
 
 __all__ = ["GROUP_OPTIONS", "Container", "GroupConfig", "GroupProperties", "OptimizerConfig", "load_optimizer_config"]
-
-
-class Container(enum.Enum):
-    """Where a group's executors run: one Python process (Amoro's LOCAL) or a PyFlink job."""
-
-    LOCAL = "local"
-    FLINK = "flink"
 
 
 GROUP_OPTIONS: dict[str, Option[Any]] = {}
@@ -62,12 +55,10 @@ def _ms(raw: str) -> int:
 POLICY = _group_option(
     Option(
         "scheduling-policy",
-        parse_text,
-        "quota",
+        parse_enum(SchedulingPolicy),
+        SchedulingPolicy.QUOTA,
         "quota: a table's self-optimizing.quota bounds its share of the group's threads; balanced: least "
         "recently optimized table first.",
-        lambda v: v in ("quota", "balanced"),
-        "quota or balanced",
     )
 )
 MAX_INPUT_PER_THREAD = _group_option(
@@ -172,7 +163,7 @@ FAILURE_BACKOFF = _group_option(
 class GroupProperties:
     """A group's properties, parsed once."""
 
-    policy: str
+    policy: SchedulingPolicy
     max_input_per_thread: int
     refresh_interval_ms: int
     heartbeat_interval_ms: int
@@ -230,7 +221,7 @@ class GroupConfig:
     raw_properties: Mapping[str, str]
 
     @property
-    def policy(self) -> str:
+    def policy(self) -> SchedulingPolicy:
         return self.properties.policy
 
     @classmethod

@@ -16,20 +16,14 @@ from typing import TYPE_CHECKING
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.transforms import VoidTransform
 
+from mixed_iceberg.config.optimizing import OptimizingConfig
 from mixed_iceberg.exceptions import CommitConflictError, PropertyError
 from mixed_iceberg.format import WriterIdentity
 from mixed_iceberg.optimizing.collect import CollectedTable, collect
 from mixed_iceberg.optimizing.commit import commit_outputs
 from mixed_iceberg.optimizing.evaluate import evaluate_table
 from mixed_iceberg.optimizing.execute import TaskOutput, execute_task, execute_unit
-from mixed_iceberg.optimizing.model import (
-    ChangeFile,
-    OptimizingConfig,
-    OptimizingResult,
-    OptimizingType,
-    RewriteTask,
-    TableEvaluation,
-)
+from mixed_iceberg.optimizing.model import ChangeFile, OptimizingResult, OptimizingType, RewriteTask, TableEvaluation
 from mixed_iceberg.optimizing.plan import plan_tasks
 from mixed_iceberg.store.damage import CHANGE_FILE, ExpectedFile, expected, locating
 from mixed_iceberg.table_properties import optimizing_filter

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mixed_iceberg.config.optimizing import OptimizingConfig
 from mixed_iceberg.optimizing.model import (
     BaseFile,
     FileClass,
-    OptimizingConfig,
     OptimizingType,
     PartitionEvaluation,
     PartitionFiles,

@@ -25,6 +25,7 @@ from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
 
+from mixed_iceberg.config.merge import MergeConfig
 from mixed_iceberg.exceptions import CorruptTableError
 from mixed_iceberg.format import DataTreeNode, WriterIdentity, parse_change
 from mixed_iceberg.merge.engines import merge_by_engine
@@ -34,7 +35,6 @@ from mixed_iceberg.optimizing.key_index import IndexedFile, probe_hashes
 from mixed_iceberg.optimizing.key_index_store import remember_index, segment_index
 from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, OptimizingType, RewriteTask
 from mixed_iceberg.reader.file_reads import deleted_positions, positions_by_file, read_unmasked, remember_positions
-from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.plan import ChangeFileRef
 from mixed_iceberg.reader.read import base_lsn, filesystem_for, read_base_rows, read_change_rows
 from mixed_iceberg.schema import top_level_names

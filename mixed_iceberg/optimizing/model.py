@@ -1,23 +1,22 @@
 """What the optimizer reasons about: file metadata in, plans and results out. No I/O.
 
-Three tiers (STYLE.md): options parsed once into :class:`OptimizingConfig`, plans as frozen
-dataclasses, rows always as Arrow (never here).
+Three tiers (STYLE.md): options parsed once into
+:class:`~mixed_iceberg.config.optimizing.OptimizingConfig`, plans as frozen dataclasses, rows
+always as Arrow (never here). The kinds :class:`OptimizingType` and :class:`FileClass` live in
+:mod:`mixed_iceberg.config.kinds` and are re-exported here.
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from mixed_iceberg import options as opt
+from mixed_iceberg.config.kinds import FileClass, OptimizingType
 from mixed_iceberg.format import DataTreeNode
 
 __all__ = [
     "BaseFile",
     "ChangeFile",
     "FileClass",
-    "OptimizingConfig",
     "OptimizingResult",
     "OptimizingType",
     "PartitionEvaluation",
@@ -25,98 +24,6 @@ __all__ = [
     "RewriteTask",
     "TableEvaluation",
 ]
-
-
-class OptimizingType(enum.Enum):
-    """Amoro's optimizing types, ordered by how much they rewrite."""
-
-    MINOR = "minor"
-    MAJOR = "major"
-    FULL = "full"
-
-    @property
-    def rank(self) -> int:
-        return {"minor": 1, "major": 2, "full": 3}[self.value]
-
-
-class FileClass(enum.Enum):
-    """Size classes of base files (``CommonPartitionEvaluator``)."""
-
-    FRAGMENT = "fragment"
-    UNDERSIZED = "undersized-segment"
-    SEGMENT = "segment"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OptimizingConfig:
-    """The ``self-optimizing.*`` properties of one table, parsed; ``layout`` is the table's
-    file layout (the base bucket count the triggers weigh)."""
-
-    enabled: bool
-    group: str
-    quota: float
-    retries: int
-    target_size: int
-    max_task_size: int
-    max_file_count: int
-    fragment_ratio: int
-    min_target_ratio: float
-    minor_file_count: int
-    merge_width: int
-    minor_interval_ms: int
-    major_duplicate_ratio: float
-    full_interval_ms: int
-    full_rewrite_all: bool
-    min_plan_interval_ms: int
-    filter: str
-    base_refresh_interval_ms: int
-    layout: opt.LayoutConfig
-    key_index: bool
-
-    @property
-    def fragment_size(self) -> int:
-        """Files at or below this size are fragments (128 MB / 8 = 16 MB by default)."""
-        return self.target_size // self.fragment_ratio
-
-    @property
-    def min_target_size(self) -> int:
-        """Files at or below this size (and above a fragment) are undersized segments."""
-        return int(self.target_size * self.min_target_ratio)
-
-    def classify(self, size: int) -> FileClass:
-        if size <= self.fragment_size:
-            return FileClass.FRAGMENT
-        if size <= self.min_target_size:
-            return FileClass.UNDERSIZED
-        return FileClass.SEGMENT
-
-    @classmethod
-    def from_properties(
-        cls, properties: Mapping[str, str], table: str = "", *, layout: opt.LayoutConfig | None = None
-    ) -> OptimizingConfig:
-        """Parse once (``layout`` too, unless given); raises ``PropertyError`` naming the key on a bad value."""
-        return cls(
-            enabled=opt.OPT_ENABLED.read(properties, table),
-            group=opt.OPT_GROUP.read(properties, table),
-            quota=opt.OPT_QUOTA.read(properties, table),
-            retries=opt.OPT_RETRIES.read(properties, table),
-            target_size=opt.OPT_TARGET_SIZE.read(properties, table),
-            max_task_size=opt.OPT_MAX_TASK_SIZE.read(properties, table),
-            max_file_count=opt.OPT_MAX_FILE_COUNT.read(properties, table),
-            fragment_ratio=opt.OPT_FRAGMENT_RATIO.read(properties, table),
-            min_target_ratio=opt.OPT_MIN_TARGET_RATIO.read(properties, table),
-            minor_file_count=opt.OPT_MINOR_FILES.read(properties, table),
-            merge_width=opt.OPT_MERGE_WIDTH.read(properties, table),
-            minor_interval_ms=opt.OPT_MINOR_INTERVAL.read(properties, table),
-            major_duplicate_ratio=opt.OPT_MAJOR_RATIO.read(properties, table),
-            full_interval_ms=opt.OPT_FULL_INTERVAL.read(properties, table),
-            full_rewrite_all=opt.OPT_FULL_REWRITE_ALL.read(properties, table),
-            min_plan_interval_ms=opt.OPT_MIN_PLAN_INTERVAL.read(properties, table),
-            filter=opt.OPT_FILTER.read(properties, table),
-            base_refresh_interval_ms=opt.BASE_REFRESH_INTERVAL.read(properties, table),
-            layout=layout if layout is not None else opt.LayoutConfig.from_properties(properties, table),
-            key_index=opt.OPT_KEY_INDEX.read(properties, table),
-        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from itertools import groupby
 
+from mixed_iceberg.config.optimizing import OptimizingConfig
 from mixed_iceberg.optimizing.evaluate import needs_rewrite
 from mixed_iceberg.optimizing.model import (
     BaseFile,
     ChangeFile,
     FileClass,
-    OptimizingConfig,
     OptimizingType,
     PartitionFiles,
     RewriteTask,

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mixed_iceberg.optimizing.model import BaseFile, OptimizingConfig
+from mixed_iceberg.config.optimizing import OptimizingConfig
+from mixed_iceberg.optimizing.model import BaseFile
 
 __all__ = ["by_node", "combine_threshold", "fragments_to_merge", "size_tier", "undersized_to_merge"]
 

@@ -32,13 +32,13 @@ from pyiceberg.table.snapshots import Snapshot
 from mixed_iceberg._pyiceberg.arrow_filters import arrow_filter
 from mixed_iceberg.arrow_types import empty_table
 from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
+from mixed_iceberg.config.merge import MergeConfig
 from mixed_iceberg.exceptions import InvalidScanError, NoSuchSnapshotError, NotKeyedTableError, SnapshotExpiredError
 from mixed_iceberg.merge.engines import scan_states
 from mixed_iceberg.merge.equality import equal_rows
 from mixed_iceberg.merge.latest import LSN, KeyIndex, key_codes
 from mixed_iceberg.reader.change_timeline import Timeline, plan_timeline
 from mixed_iceberg.reader.filters import split_filter
-from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.plan import PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import read_change_rows
 from mixed_iceberg.reader.scan import MixedScan

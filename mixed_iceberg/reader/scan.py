@@ -27,6 +27,7 @@ from pyiceberg.table.snapshots import Snapshot
 from mixed_iceberg._pyiceberg.arrow_filters import arrow_filter
 from mixed_iceberg._pyiceberg.scan import ScanEvaluators
 from mixed_iceberg.basestore.optimized_sequence import merged_through, read_optimized_sequence
+from mixed_iceberg.config.merge import MergeConfig
 from mixed_iceberg.exceptions import InvalidScanError, NoSuchSnapshotError, SnapshotExpiredError
 from mixed_iceberg.format import parse_base
 from mixed_iceberg.merge.engines import merge_by_engine
@@ -34,7 +35,6 @@ from mixed_iceberg.merge.latest import LSN, KeyedRows, keep_rows, latest_by_key
 from mixed_iceberg.reader.file_reads import read_positional
 from mixed_iceberg.reader.filters import split_filter
 from mixed_iceberg.reader.groups import BaseFileInfo, ChangeFileInfo, FileGroup, group_files, keys_stay_in_partition
-from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.reader.merge_task import MergeTask
 from mixed_iceberg.reader.plan import ChangeFileRef, PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import base_lsn, is_maskable, read_base_keyed, read_base_rows, read_change_rows

@@ -21,6 +21,7 @@ from pyiceberg.table import Table, Transaction
 from pyiceberg.table.snapshots import Operation
 
 from mixed_iceberg._pyiceberg.transaction import GuardedTransaction, StagedAppend, stage_merge_append
+from mixed_iceberg.config.registry import MANIFEST_MERGE_ENABLED
 from mixed_iceberg.exceptions import (
     CommitConflictError,
     CommitStateUnknownError,
@@ -28,7 +29,6 @@ from mixed_iceberg.exceptions import (
     CorruptTableError,
     NoSuchTableError,
 )
-from mixed_iceberg.options import MANIFEST_MERGE_ENABLED
 from mixed_iceberg.store.ancestry import ancestors
 from mixed_iceberg.store.damage import MANIFEST, reading
 from mixed_iceberg.store.manifests.live_files import manifests_of

@@ -19,7 +19,7 @@ from pyiceberg.typedef import EMPTY_DICT
 from mixed_iceberg._pyiceberg import row_delta
 from mixed_iceberg._pyiceberg.access import ManifestAccess, ManifestMerge
 from mixed_iceberg._pyiceberg.transaction import transaction_table
-from mixed_iceberg.options import MANIFEST_MERGE_ENABLED, MANIFEST_MIN_COUNT_TO_MERGE, MANIFEST_TARGET_SIZE
+from mixed_iceberg.config.registry import MANIFEST_MERGE_ENABLED, MANIFEST_MIN_COUNT_TO_MERGE, MANIFEST_TARGET_SIZE
 from mixed_iceberg.store.damage import MANIFEST, MANIFEST_LIST, reading
 from mixed_iceberg.store.manifests.live_files import manifest_entries, remember_entries
 

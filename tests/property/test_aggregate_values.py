@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mixed_iceberg.config.merge import MergeConfig, MergeEngine
 from mixed_iceberg.merge.engines import scan_states
-from mixed_iceberg.reader.merge_options import MergeConfig, MergeEngine
 from tests.support.iceberg_types import canonical
 
 _EXACT = decimal.Context(prec=100)

@@ -13,8 +13,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mixed_iceberg.config.merge import MergeConfig, MergeEngine
 from mixed_iceberg.merge.engines import scan_states
-from mixed_iceberg.reader.merge_options import MergeConfig, MergeEngine
 
 Row = tuple[str, int, int | None, str | None, int]
 

@@ -13,7 +13,7 @@ Modules, one concern each:
 
 from __future__ import annotations
 
-from mixed_iceberg.optimizing.maintenance.config import MaintenanceConfig, parse_duration
+from mixed_iceberg.config.maintenance import MaintenanceConfig, parse_duration
 from mixed_iceberg.optimizing.maintenance.facade import TableMaintenance
 from mixed_iceberg.optimizing.maintenance.results import (
     ChangeTtlResult,

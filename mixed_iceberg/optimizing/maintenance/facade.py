@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 from pyiceberg.table import Table
 
 from mixed_iceberg.basestore.optimized_sequence import repair_optimized_sequence
+from mixed_iceberg.config.maintenance import MaintenanceConfig
 from mixed_iceberg.exceptions import NotKeyedTableError
 from mixed_iceberg.optimizing.maintenance.change_ttl import expire_change_files
-from mixed_iceberg.optimizing.maintenance.config import MaintenanceConfig
 from mixed_iceberg.optimizing.maintenance.expire import expire_stores
 from mixed_iceberg.optimizing.maintenance.manifests import rewrite_manifests
 from mixed_iceberg.optimizing.maintenance.orphans import clean_orphans

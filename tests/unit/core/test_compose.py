@@ -29,9 +29,9 @@ from packaging.specifiers import SpecifierSet
 from sqlalchemy.engine import make_url
 
 from mixed_iceberg.catalog.config import load_catalog_config
+from mixed_iceberg.config.registry import OPT_ENABLED, OPT_GROUP
 from mixed_iceberg.ingest.config import load_ingest_config, pin_catalog
 from mixed_iceberg.optimizer.config import Container, load_optimizer_config
-from mixed_iceberg.options import OPT_ENABLED, OPT_GROUP
 from tests.support.compose import ComposeError, InterpolationError, interpolate, load_compose, parse_yaml
 from tests.support.services import ROOT
 

@@ -115,8 +115,8 @@ RUN_BY: list[tuple[str, str | None, str]] = [
     ),
     # modules
     (
-        r"python -m mixed_iceberg\.options",
-        "tests/unit/core/test_docs_commands.py::test_python_m_mixed_iceberg_options_prints_docs_options_md",
+        r"python -m mixed_iceberg\.config",
+        "tests/unit/core/test_docs_commands.py::test_python_m_mixed_iceberg_config_prints_docs_options_md",
         "",
     ),
     (
@@ -181,8 +181,8 @@ def test_every_exemption_says_why() -> None:
     assert all(reason for _, where, reason in RUN_BY if where is None)
 
 
-def test_python_m_mixed_iceberg_options_prints_docs_options_md() -> None:
+def test_python_m_mixed_iceberg_config_prints_docs_options_md() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "mixed_iceberg.options"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-m", "mixed_iceberg.config"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout == (ROOT / "docs" / "options.md").read_text()

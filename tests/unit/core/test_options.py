@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from mixed_iceberg.config.layout import LayoutConfig
+from mixed_iceberg.config.registry import OPTIONS, options_markdown, validate_properties
 from mixed_iceberg.exceptions import PropertyError
-from mixed_iceberg.options import OPTIONS, LayoutConfig, options_markdown, validate_properties
 
 
 @pytest.mark.parametrize(
@@ -50,7 +51,7 @@ def test_non_string_value_is_rejected() -> None:
 
 def test_docs_table_is_generated_from_the_registry() -> None:
     docs = Path(__file__).resolve().parents[3] / "docs" / "options.md"
-    assert docs.read_text() == options_markdown(), "regenerate with: python -m mixed_iceberg.options > docs/options.md"
+    assert docs.read_text() == options_markdown(), "regenerate with: python -m mixed_iceberg.config > docs/options.md"
 
 
 def test_bad_duration_is_rejected_when_the_property_is_set() -> None:

@@ -5,18 +5,11 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from mixed_iceberg.config.optimizing import OptimizingConfig
 from mixed_iceberg.format import DataTreeNode
 from mixed_iceberg.optimizing.evaluate import evaluate_partition
 from mixed_iceberg.optimizing.execute import _disk_bytes_per_row
-from mixed_iceberg.optimizing.model import (
-    BaseFile,
-    ChangeFile,
-    FileClass,
-    OptimizingConfig,
-    OptimizingType,
-    PartitionFiles,
-    RewriteTask,
-)
+from mixed_iceberg.optimizing.model import BaseFile, ChangeFile, FileClass, OptimizingType, PartitionFiles, RewriteTask
 from mixed_iceberg.optimizing.plan import change_prefix, plan_partition
 from mixed_iceberg.optimizing.tiers import size_tier
 from mixed_iceberg.store.write.layout import chunk_rows

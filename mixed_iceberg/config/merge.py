@@ -3,11 +3,11 @@
 ``merge-engine`` (deduplicate, partial-update, aggregation, first-row), ``sequence.field``,
 ``ignore-delete`` and ``fields.<column>.aggregate-function`` / ``ignore-retract`` /
 ``list-agg-delimiter``. What each engine does with a key's rows: :mod:`mixed_iceberg.merge.engines`.
+``MergeEngine`` lives in :mod:`mixed_iceberg.config.kinds` and is re-exported here.
 """
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from mixed_iceberg.arrow_types import iceberg_type, type_name
+from mixed_iceberg.config.kinds import MergeEngine
+from mixed_iceberg.config.registry import IGNORE_DELETE, MERGE_ENGINE, SEQUENCE_FIELD
 from mixed_iceberg.exceptions import MixedIcebergError, PropertyError
-from mixed_iceberg.options import IGNORE_DELETE, MERGE_ENGINE, SEQUENCE_FIELD
 
 __all__ = ["AGGREGATE_FUNCTIONS", "RETRACTABLE", "MergeConfig", "MergeEngine", "validate_merge_properties"]
 
@@ -75,15 +76,6 @@ def _iceberg_name(kind: pa.DataType) -> str:
         return type_name(iceberg_type(kind))
     except MixedIcebergError:
         return str(kind)
-
-
-class MergeEngine(enum.Enum):
-    """``merge-engine``: how a key's rows combine."""
-
-    DEDUPLICATE = "deduplicate"
-    PARTIAL_UPDATE = "partial-update"
-    AGGREGATION = "aggregation"
-    FIRST_ROW = "first-row"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """A table's configuration, parsed once per load or refresh from its (BaseStore) properties.
 
 Four parts, each with one home for its keys: the file ``layout`` (bucket counts, write target
-size, upsert, LogStore; :class:`~mixed_iceberg.options.LayoutConfig`), ``optimizing``
+size, upsert, LogStore; :class:`~mixed_iceberg.config.layout.LayoutConfig`), ``optimizing``
 (``self-optimizing.*``), ``maintenance`` (expiry, orphans, change TTL, manifests) and ``merge``
 (the merge engine, checked against the columns). Every value is read through the option
 registry, so a bad value is the registry's :class:`~mixed_iceberg.exceptions.PropertyError`
@@ -25,10 +25,10 @@ from types import MappingProxyType
 
 import pyarrow as pa
 
-from mixed_iceberg.optimizing.maintenance.config import MaintenanceConfig
-from mixed_iceberg.optimizing.model import OptimizingConfig
-from mixed_iceberg.options import LayoutConfig
-from mixed_iceberg.reader.merge_options import MergeConfig
+from mixed_iceberg.config.layout import LayoutConfig
+from mixed_iceberg.config.maintenance import MaintenanceConfig
+from mixed_iceberg.config.merge import MergeConfig
+from mixed_iceberg.config.optimizing import OptimizingConfig
 
 __all__ = ["TableConfig"]
 

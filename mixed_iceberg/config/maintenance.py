@@ -1,7 +1,7 @@
 """Maintenance settings, parsed once from a table's properties into a frozen object.
 
-The keys are declared in :mod:`mixed_iceberg.options` (Amoro's names and defaults). Durations
-(``snapshot.keep.duration``) use :func:`mixed_iceberg.options.parse_duration`.
+The keys are declared in :mod:`mixed_iceberg.config.registry` (Amoro's names and defaults). Durations
+(``snapshot.keep.duration``) use :func:`mixed_iceberg.config.registry.parse_duration`.
 
 Two Iceberg keys are read as well, since manifest rewriting follows them (declared in the
 registry too, with Iceberg's defaults): ``commit.manifest.target-size-bytes`` (size of a merged
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
-from mixed_iceberg.options import (
+from mixed_iceberg.config.registry import (
     CHANGE_TTL,
     EXPIRE_ENABLED,
     MANIFEST_MIN_COUNT_TO_MERGE,
