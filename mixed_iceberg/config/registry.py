@@ -82,6 +82,10 @@ def _codec(raw: str) -> str:
 E = TypeVar("E", bound=enum.Enum)
 
 
+class _NotOneOfError(ValueError):
+    """A value that is none of a kind's members."""
+
+
 def parse_enum(kind: type[E]) -> Callable[[str], E]:
     """A parser of ``kind``'s values (case and surrounding blanks ignored)."""
     values = [member.value for member in kind]
@@ -91,7 +95,7 @@ def parse_enum(kind: type[E]) -> Callable[[str], E]:
         for member in kind:
             if str(member.value).lower() == lowered:
                 return member
-        raise ValueError(f"expected {' or '.join(values) if len(values) == 2 else 'one of ' + ', '.join(values)}")
+        raise _NotOneOfError(f"expected {', '.join(values[:-1])} or {values[-1]}")
 
     return parse
 
@@ -177,8 +181,10 @@ class Option(Generic[T]):
         where = f"{owner}: " if owner else _where(table)
         try:
             value = self.parse(raw)
-        except ValueError as exc:
+        except _NotOneOfError as exc:  # a kind: read as a rule broken ("expected a or b, found c")
             raise PropertyError(f"{where}property {self.key!r}: {exc}, found {raw!r}") from exc
+        except ValueError as exc:
+            raise PropertyError(f"{where}property {self.key!r}: {exc}; found {raw!r}") from exc
         if self.check is not None and not self.check(value):
             raise PropertyError(f"{where}property {self.key!r}: expected {self.expectation}, found {raw!r}")
         return value
