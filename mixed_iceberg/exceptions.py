@@ -3,7 +3,7 @@
 ::
 
     MixedIcebergError
-    ├── ConfigError                 catalogs.yaml / keyword overrides are wrong
+    ├── ConfigError                 catalogs.yaml / optimizer.yaml / ingest.yaml / keyword overrides are wrong
     │   └── UnsupportedColumnTypeError  a column type Iceberg v2 (or the ingest job's CDC format) cannot hold exactly
     ├── PropertyError               a table property is unknown or has a bad value
     ├── InvalidSchemaError          create_table: a reserved column name, a key type that cannot be hashed
@@ -85,7 +85,21 @@ class MixedIcebergError(Exception):
 
 
 class ConfigError(MixedIcebergError):
-    """Catalog configuration (YAML, environment, keyword overrides) is missing or invalid."""
+    """Configuration (``catalogs.yaml``, ``optimizer.yaml``, ``ingest.yaml``, the environment,
+    keyword overrides) is missing or invalid.
+
+    Attributes:
+        file: the file the error is in (None: not from a file).
+        key: the key whose value does not fit (None: the error is not about one value).
+        value: the value found.
+        expected: what the key takes.
+    """
+
+    def __init__(
+        self, message: str, *, file: str | None = None, key: str | None = None, value: object = None, expected: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.file, self.key, self.value, self.expected = file, key, value, expected
 
 
 class UnsupportedColumnTypeError(ConfigError):
@@ -97,7 +111,17 @@ class UnsupportedColumnTypeError(ConfigError):
 
 
 class PropertyError(MixedIcebergError):
-    """A table property is unknown or its value does not parse."""
+    """A table property is unknown or its value does not parse.
+
+    Attributes:
+        key: the property (None when the error is about several).
+        value: the value found.
+        expected: what the property takes.
+    """
+
+    def __init__(self, message: str, *, key: str | None = None, value: object = None, expected: str | None = None) -> None:
+        super().__init__(message)
+        self.key, self.value, self.expected = key, value, expected
 
 
 class InvalidSchemaError(MixedIcebergError):

@@ -11,15 +11,14 @@ folder holding the ``conf/`` folder of the YAML file).
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pyiceberg.utils.config import Config
 
+from mixed_iceberg.config.files import interpolate, read_yaml, validation_error, value_error
 from mixed_iceberg.exceptions import ConfigError
 
 __all__ = [
@@ -31,8 +30,8 @@ __all__ = [
     "pyiceberg_catalog_properties",
 ]
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_WHAT = "catalog config"
 
 
 class StorageConfig(BaseModel):
@@ -92,26 +91,6 @@ def default_config_path() -> Path:
     return local if local.exists() else _PROJECT_ROOT / "conf" / "catalogs.yaml"
 
 
-def _interpolate(value: Any, where: str) -> Any:
-    if isinstance(value, dict):
-        return {k: _interpolate(v, f"{where}.{k}") for k, v in value.items()}
-    if isinstance(value, list):
-        return [_interpolate(v, where) for v in value]
-    if not isinstance(value, str):
-        return value if value is None else str(value)
-
-    def replace(match: re.Match[str]) -> str:
-        name, default = match.group(1), match.group(2)
-        found = os.environ.get(name)
-        if found is not None:
-            return found
-        if default is not None:
-            return default
-        raise ConfigError(f"{where}: environment variable {name} is not set and ${{{name}}} has no default")
-
-    return _ENV_REF.sub(replace, value)
-
-
 def _resolve_paths(props: dict[str, str], home: Path) -> dict[str, str]:
     resolved = dict(props)
     uri = resolved.get("uri", "")
@@ -162,19 +141,17 @@ def _yaml_entry(name: str, path: Path | None) -> tuple[dict[str, Any] | None, Pa
     explicit = path is not None
     path = path or default_config_path()
     try:
-        document = yaml.safe_load(path.read_text())
+        document = read_yaml(path, _WHAT)
     except FileNotFoundError as exc:
         if not explicit:
             return None, path, []
-        raise ConfigError(f"catalog config {path} does not exist; expected a YAML file with a 'catalogs' list") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"catalog config {path} is not valid YAML: {exc}") from exc
-    entries = document.get("catalogs") if isinstance(document, dict) else None
+        raise ConfigError(f"{_WHAT} {path} does not exist; expected a YAML file with a 'catalogs' list", file=str(path)) from exc
+    entries = document.get("catalogs")
     if not isinstance(entries, list):
-        raise ConfigError(f"catalog config {path}: expected a top-level 'catalogs' list, found {type(entries).__name__}")
+        raise value_error(_WHAT, str(path), "catalogs", entries, "a top-level list of catalogs")
     names = [str(entry.get("name")) for entry in entries if isinstance(entry, dict)]
     matches = [entry for entry in entries if isinstance(entry, dict) and entry.get("name") == name]
-    return (_interpolate(matches[0], f"{path}:{name}") if matches else None), path, names
+    return (interpolate(matches[0], f"{path}:{name}") if matches else None), path, names
 
 
 def _missing_file(path: Path) -> str:
@@ -250,7 +227,7 @@ def load_catalog_config(name: str, path: Path | None = None, overrides: Mapping[
     try:
         config = CatalogConfig.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(f"catalog config {path}: catalog {name!r} is invalid: {exc}") from exc
+        raise validation_error(_WHAT, str(path), exc, prefix=f"catalogs.{name}") from exc
     home = Path(os.environ.get("MIXED_ICEBERG_HOME") or (path.resolve().parent.parent if entry is not None else Path.cwd()))
     if config.type == "sql" and not {"uri", "warehouse"} <= config.properties.keys():
         raise ConfigError(

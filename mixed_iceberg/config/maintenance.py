@@ -1,7 +1,8 @@
 """Maintenance settings, parsed once from a table's properties into a frozen object.
 
-The keys are declared in :mod:`mixed_iceberg.config.registry` (Amoro's names and defaults). Durations
-(``snapshot.keep.duration``) use :func:`mixed_iceberg.config.registry.parse_duration`.
+The keys are declared in :mod:`mixed_iceberg.config.registry` (Amoro's names and defaults), which
+parses them into :class:`~datetime.timedelta` values (``snapshot.keep.duration`` with
+:func:`mixed_iceberg.config.registry.parse_duration`).
 
 Two Iceberg keys are read as well, since manifest rewriting follows them (declared in the
 registry too, with Iceberg's defaults): ``commit.manifest.target-size-bytes`` (size of a merged
@@ -17,6 +18,7 @@ from datetime import timedelta
 
 from mixed_iceberg.config.registry import (
     CHANGE_TTL,
+    DANGLING_ENABLED,
     EXPIRE_ENABLED,
     MANIFEST_MIN_COUNT_TO_MERGE,
     MANIFEST_TARGET_SIZE,
@@ -44,6 +46,9 @@ class MaintenanceConfig:
         change_ttl: ``change.data.ttl.minutes``; merged change files older than this are deleted.
         orphan_enabled: ``clean-orphan-file.enabled``; gates orphan cleaning in ``run()``.
         orphan_min_age: ``clean-orphan-file.min-existing-time-minutes``; the safety window.
+        clean_dangling_deletes: ``clean-dangling-delete-files.enabled``; gates removing the
+            delete files that apply to no live data file any more (``run()``, and optimizing's
+            drop of the equality deletes it has made dangling).
         manifest_target_size: ``commit.manifest.target-size-bytes``; size of a merged manifest.
         manifest_min_count: ``commit.manifest.min-count-to-merge``; ``run()`` rewrites a store's
             manifests once its current snapshot has at least this many.
@@ -55,6 +60,7 @@ class MaintenanceConfig:
     change_ttl: timedelta
     orphan_enabled: bool
     orphan_min_age: timedelta
+    clean_dangling_deletes: bool
     manifest_target_size: int
     manifest_min_count: int
 
@@ -82,11 +88,12 @@ class MaintenanceConfig:
         """
         return cls(
             expire_enabled=EXPIRE_ENABLED.read(properties, table),
-            snapshot_keep=parse_duration(SNAPSHOT_KEEP_DURATION.read(properties, table), SNAPSHOT_KEEP_DURATION.key, table),
+            snapshot_keep=SNAPSHOT_KEEP_DURATION.read(properties, table),
             snapshot_min_count=SNAPSHOT_KEEP_MIN.read(properties, table),
-            change_ttl=timedelta(minutes=CHANGE_TTL.read(properties, table)),
+            change_ttl=CHANGE_TTL.read(properties, table),
             orphan_enabled=ORPHAN_ENABLED.read(properties, table),
-            orphan_min_age=timedelta(minutes=ORPHAN_MIN_AGE.read(properties, table)),
+            orphan_min_age=ORPHAN_MIN_AGE.read(properties, table),
+            clean_dangling_deletes=DANGLING_ENABLED.read(properties, table),
             manifest_target_size=MANIFEST_TARGET_SIZE.read(properties, table),
             manifest_min_count=MANIFEST_MIN_COUNT_TO_MERGE.read(properties, table),
         )

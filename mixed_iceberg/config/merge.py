@@ -114,7 +114,7 @@ class MergeConfig:
         """
         where = f"table {table}: " if table else ""
         # The registry's options parse and check the three keys (their defaults are its defaults).
-        engine = MergeEngine(MERGE_ENGINE.read(properties, table).strip().lower())
+        engine = MERGE_ENGINE.read(properties, table)
         sequence = SEQUENCE_FIELD.read(properties, table) or None
         if sequence is not None and sequence not in columns:
             raise PropertyError(f"{where}property {SEQUENCE_KEY!r}: expected a column of {list(columns)}, found {sequence!r}")

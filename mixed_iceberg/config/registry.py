@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
+from mixed_iceberg.config.kinds import MergeEngine
 from mixed_iceberg.exceptions import PropertyError
 
 __all__ = [
@@ -30,14 +31,15 @@ __all__ = [
     "check_key",
     "is_non_negative",
     "is_positive",
+    "is_positive_duration",
     "options_markdown",
     "parse_bool",
     "parse_duration",
-    "parse_duration_text",
     "parse_enum",
     "parse_float",
     "parse_int",
     "parse_text",
+    "parse_timedelta",
     "validate_properties",
 ]
 
@@ -146,18 +148,55 @@ def parse_duration(raw: str, key: str = "", table: str = "") -> timedelta:
     return int(match.group(1)) * unit
 
 
-def _duration(raw: str) -> str:
-    """Validate an Amoro duration at the edge and keep the text (maintenance converts it)."""
+def _duration(raw: str) -> timedelta:
+    """An Amoro/Flink duration (``720min``; a bare number is milliseconds)."""
     try:
-        parse_duration(raw)
+        return parse_duration(raw)
     except PropertyError as exc:
         raise ValueError(f"expected {_EXPECTED}") from exc
-    return raw
 
 
-@dataclass(frozen=True, slots=True)
+def _millis(raw: str) -> timedelta:
+    """A duration Amoro spells as whole milliseconds (``3600000``)."""
+    return timedelta(milliseconds=_int(raw))
+
+
+def _millis_or_off(raw: str) -> timedelta | None:
+    """:func:`_millis`, where a negative count (Amoro's ``-1``) is off: None."""
+    millis = _int(raw)
+    return None if millis < 0 else timedelta(milliseconds=millis)
+
+
+def _minutes(raw: str) -> timedelta:
+    """A duration Amoro spells as whole minutes (``change.data.ttl.minutes``)."""
+    return timedelta(minutes=_int(raw))
+
+
+def _non_negative_duration(value: timedelta) -> bool:
+    return value >= timedelta(0)
+
+
+def _positive_duration(value: timedelta) -> bool:
+    return value > timedelta(0)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Option(Generic[T]):
-    """One table property: its key, parser, default and meaning."""
+    """One property: its key, parser, typed default and meaning.
+
+    Attributes:
+        key: the property key, as users (and Amoro) spell it.
+        parse: text to the typed value; raises ``ValueError("expected ...")``.
+        default: the typed value when the key is absent (None: off, or unset).
+        doc: the meaning, for ``docs/options.md``.
+        check: a rule the parsed value must keep, described by ``expectation``.
+        spelled: the default as users write it, where that is not the typed value's text
+            (``-1`` for None, ``3600000`` for one hour).
+        read_elsewhere: who reads the key when no config object of ours does (Iceberg's
+            writer or commit, reading the store's own properties), or why nobody needs to (the
+            one value mixed-iceberg supports, declared so that any other is refused when set).
+            Empty for every other key: a config field reads it (a test checks this).
+    """
 
     key: str
     parse: Callable[[str], T]
@@ -165,6 +204,19 @@ class Option(Generic[T]):
     doc: str
     check: Callable[[T], bool] | None = None
     expectation: str = ""
+    spelled: str | None = None
+    read_elsewhere: str = ""
+
+    @property
+    def default_text(self) -> str:
+        """The default as a user writes it."""
+        if self.spelled is not None:
+            return self.spelled
+        if isinstance(self.default, bool):
+            return str(self.default).lower()
+        if isinstance(self.default, enum.Enum):
+            return str(self.default.value)
+        return str(self.default)
 
     def read(self, properties: Mapping[str, str], table: str = "", *, owner: str = "") -> T:
         """The typed value of this option in ``properties`` (the default when absent).
@@ -182,12 +234,25 @@ class Option(Generic[T]):
         try:
             value = self.parse(raw)
         except _NotOneOfError as exc:  # a kind: read as a rule broken ("expected a or b, found c")
-            raise PropertyError(f"{where}property {self.key!r}: {exc}, found {raw!r}") from exc
+            raise PropertyError(
+                f"{where}property {self.key!r}: {exc}, found {raw!r}", key=self.key, value=raw, expected=_expectation(exc)
+            ) from exc
         except ValueError as exc:
-            raise PropertyError(f"{where}property {self.key!r}: {exc}; found {raw!r}") from exc
+            raise PropertyError(
+                f"{where}property {self.key!r}: {exc}; found {raw!r}", key=self.key, value=raw, expected=_expectation(exc)
+            ) from exc
         if self.check is not None and not self.check(value):
-            raise PropertyError(f"{where}property {self.key!r}: expected {self.expectation}, found {raw!r}")
+            raise PropertyError(
+                f"{where}property {self.key!r}: expected {self.expectation}, found {raw!r}",
+                key=self.key,
+                value=raw,
+                expected=self.expectation,
+            )
         return value
+
+
+def _expectation(exc: ValueError) -> str:
+    return str(exc).removeprefix("expected ")
 
 
 def _where(table: str) -> str:
@@ -210,8 +275,8 @@ OPTIONS: dict[str, Option[Any]] = {}
 
 
 #: The parsers and checks, for registries other than the table's (the optimizer's group options).
-parse_bool, parse_int, parse_float, parse_text, parse_duration_text = _bool, _int, _float, _str, _duration
-is_positive, is_non_negative = _positive, _non_negative
+parse_bool, parse_int, parse_float, parse_text, parse_timedelta = _bool, _int, _float, _str, _duration
+is_positive, is_non_negative, is_positive_duration = _positive, _non_negative, _positive_duration
 
 
 def _declare(option: Option[T]) -> Option[T]:
@@ -220,226 +285,417 @@ def _declare(option: Option[T]) -> Option[T]:
 
 
 # -- Iceberg's common table properties ----------------------------------------------------------
-COMMENT = _declare(Option("comment", _str, "", "A description of the table (Iceberg's common property; Spark's COMMENT)."))
-OWNER = _declare(Option("owner", _str, "", "Who owns the table (Iceberg's common property)."))
+COMMENT = _declare(
+    Option(
+        key="comment",
+        parse=_str,
+        default="",
+        doc="A description of the table (Iceberg's common property; Spark's COMMENT).",
+        read_elsewhere="stored for engines and catalogs; Iceberg's common property",
+    )
+)
+OWNER = _declare(
+    Option(
+        key="owner",
+        parse=_str,
+        default="",
+        doc="Who owns the table (Iceberg's common property).",
+        read_elsewhere="stored for engines and catalogs; Iceberg's common property",
+    )
+)
 
 # -- layout and writing ------------------------------------------------------------------------
 BASE_HASH_BUCKET = _declare(
-    Option("base.file-index.hash-bucket", _int, 4, "Tree-node buckets of BaseStore files.", _power_of_two, "a power of two")
+    Option(
+        key="base.file-index.hash-bucket",
+        parse=_int,
+        default=4,
+        doc="Tree-node buckets of BaseStore files.",
+        check=_power_of_two,
+        expectation="a power of two",
+    )
 )
 CHANGE_HASH_BUCKET = _declare(
-    Option("change.file-index.hash-bucket", _int, 4, "Tree-node buckets of ChangeStore files.", _power_of_two, "a power of two")
+    Option(
+        key="change.file-index.hash-bucket",
+        parse=_int,
+        default=4,
+        doc="Tree-node buckets of ChangeStore files.",
+        check=_power_of_two,
+        expectation="a power of two",
+    )
 )
 TARGET_FILE_SIZE = _declare(
     Option(
-        "write.target-file-size-bytes", _int, 134217728, "Target size of written data files.", _positive, "a positive byte count"
+        key="write.target-file-size-bytes",
+        parse=_int,
+        default=134217728,
+        doc="Target size of written data files.",
+        check=_positive,
+        expectation="a positive byte count",
     )
 )
 UPSERT_ENABLED = _declare(
-    Option("write.upsert.enabled", _bool, False, "Write every +I as a delete then an insert of its key (upsert).")
+    Option(
+        key="write.upsert.enabled",
+        parse=_bool,
+        default=False,
+        doc="Write every +I as a delete then an insert of its key (upsert).",
+    )
 )
-BASE_WRITE_FORMAT = _declare(Option("base.write.format", _format, "parquet", "File format of BaseStore files."))
-CHANGE_WRITE_FORMAT = _declare(Option("change.write.format", _format, "parquet", "File format of ChangeStore files."))
-WRITE_FORMAT = _declare(Option("write.format.default", _format, "parquet", "Default file format."))
+BASE_WRITE_FORMAT = _declare(
+    Option(
+        key="base.write.format",
+        parse=_format,
+        default="parquet",
+        doc="File format of BaseStore files.",
+        read_elsewhere="checked only: parquet is the one format mixed-iceberg writes",
+    )
+)
+CHANGE_WRITE_FORMAT = _declare(
+    Option(
+        key="change.write.format",
+        parse=_format,
+        default="parquet",
+        doc="File format of ChangeStore files.",
+        read_elsewhere="checked only: parquet is the one format mixed-iceberg writes",
+    )
+)
+WRITE_FORMAT = _declare(
+    Option(
+        key="write.format.default",
+        parse=_format,
+        default="parquet",
+        doc="Default file format.",
+        read_elsewhere="checked only: parquet is the one format mixed-iceberg writes",
+    )
+)
 BASE_REFRESH_INTERVAL = _declare(
-    Option("base.refresh-interval", _int, -1, "Minor-optimize partitions with change data at least this often (ms); -1 is off.")
+    Option(
+        key="base.refresh-interval",
+        parse=_millis_or_off,
+        default=None,
+        spelled="-1",
+        doc="Minor-optimize partitions with change data at least this often (ms); -1 is off.",
+    )
 )
 # -- Iceberg keys parsed on every commit or write (Iceberg's defaults) ----------------------------
 MANIFEST_MERGE_ENABLED = _declare(
     Option(
-        "commit.manifest-merge.enabled",
-        _bool,
-        True,
-        "Iceberg: appends merge small manifests (Iceberg Java's default; pyiceberg's own is false).",
+        key="commit.manifest-merge.enabled",
+        parse=_bool,
+        default=True,
+        doc="Iceberg: appends merge small manifests (Iceberg Java's default; pyiceberg's own is false).",
+        read_elsewhere="every commit, from each store's own properties (store/commit.py)",
     )
 )
 MANIFEST_MIN_COUNT_TO_MERGE = _declare(
     Option(
-        "commit.manifest.min-count-to-merge",
-        _int,
-        100,
-        "Iceberg: manifests of a snapshot before an append merges them (and maintenance rewrites them).",
-        _positive,
-        "a positive count",
+        key="commit.manifest.min-count-to-merge",
+        parse=_int,
+        default=100,
+        doc="Iceberg: manifests of a snapshot before an append merges them (and maintenance rewrites them).",
+        check=_positive,
+        expectation="a positive count",
     )
 )
 MANIFEST_TARGET_SIZE = _declare(
     Option(
-        "commit.manifest.target-size-bytes",
-        _int,
-        8388608,
-        "Iceberg: target size of a merged manifest.",
-        _positive,
-        "a positive byte count",
+        key="commit.manifest.target-size-bytes",
+        parse=_int,
+        default=8388608,
+        doc="Iceberg: target size of a merged manifest.",
+        check=_positive,
+        expectation="a positive byte count",
     )
 )
 PARQUET_ROW_GROUP_LIMIT = _declare(
-    Option("write.parquet.row-group-limit", _int, 1048576, "Iceberg: rows of a Parquet row group.", _positive, "a positive count")
+    Option(
+        key="write.parquet.row-group-limit",
+        parse=_int,
+        default=1048576,
+        doc="Iceberg: rows of a Parquet row group.",
+        check=_positive,
+        expectation="a positive count",
+        read_elsewhere="the data-file writer and pyiceberg, from each store's own properties",
+    )
 )
 PARQUET_PAGE_SIZE = _declare(
-    Option("write.parquet.page-size-bytes", _int, 1048576, "Iceberg: Parquet data page size.", _positive, "a positive byte count")
+    Option(
+        key="write.parquet.page-size-bytes",
+        parse=_int,
+        default=1048576,
+        doc="Iceberg: Parquet data page size.",
+        check=_positive,
+        expectation="a positive byte count",
+        read_elsewhere="the data-file writer and pyiceberg, from each store's own properties",
+    )
 )
 PARQUET_PAGE_ROW_LIMIT = _declare(
-    Option("write.parquet.page-row-limit", _int, 20000, "Iceberg: rows of a Parquet data page.", _positive, "a positive count")
+    Option(
+        key="write.parquet.page-row-limit",
+        parse=_int,
+        default=20000,
+        doc="Iceberg: rows of a Parquet data page.",
+        check=_positive,
+        expectation="a positive count",
+        read_elsewhere="the data-file writer and pyiceberg, from each store's own properties",
+    )
 )
 PARQUET_DICT_SIZE = _declare(
     Option(
-        "write.parquet.dict-size-bytes",
-        _int,
-        2097152,
-        "Iceberg: Parquet dictionary page size limit.",
-        _positive,
-        "a positive byte count",
+        key="write.parquet.dict-size-bytes",
+        parse=_int,
+        default=2097152,
+        doc="Iceberg: Parquet dictionary page size limit.",
+        check=_positive,
+        expectation="a positive byte count",
+        read_elsewhere="the data-file writer and pyiceberg, from each store's own properties",
     )
 )
-PARQUET_COMPRESSION = _declare(Option("write.parquet.compression-codec", _codec, "zstd", "Iceberg: Parquet compression codec."))
+PARQUET_COMPRESSION = _declare(
+    Option(
+        key="write.parquet.compression-codec",
+        parse=_codec,
+        default="zstd",
+        doc="Iceberg: Parquet compression codec.",
+        read_elsewhere="the data-file writer and pyiceberg, from each store's own properties",
+    )
+)
 PARQUET_COMPRESSION_LEVEL = _declare(
-    Option("write.parquet.compression-level", _int, None, "Iceberg: Parquet compression level (the codec's default when unset).")
+    Option(
+        key="write.parquet.compression-level",
+        parse=_int,
+        default=None,
+        doc="Iceberg: Parquet compression level (the codec's default when unset).",
+        read_elsewhere="the data-file writer and pyiceberg, from each store's own properties",
+    )
 )
 METADATA_DELETE_AFTER_COMMIT = _declare(
     Option(
-        "write.metadata.delete-after-commit.enabled",
-        _bool,
-        False,
-        "Iceberg: delete metadata files that fall off the metadata log (mixed-iceberg, like Amoro, sets true at create).",
+        key="write.metadata.delete-after-commit.enabled",
+        parse=_bool,
+        default=False,
+        doc="Iceberg: delete metadata files that fall off the metadata log (mixed-iceberg, like Amoro, sets true at create).",
+        read_elsewhere="pyiceberg's commit, from each store's own properties",
     )
 )
 METADATA_PREVIOUS_VERSIONS_MAX = _declare(
     Option(
-        "write.metadata.previous-versions-max",
-        _int,
-        100,
-        "Iceberg: metadata files kept in the metadata log.",
-        _positive,
-        "a positive count",
+        key="write.metadata.previous-versions-max",
+        parse=_int,
+        default=100,
+        doc="Iceberg: metadata files kept in the metadata log.",
+        check=_positive,
+        expectation="a positive count",
+        read_elsewhere="pyiceberg's commit, from each store's own properties",
     )
 )
 # -- LogStore -----------------------------------------------------------------------------------
-LOG_STORE_ENABLED = _declare(Option("log-store.enabled", _bool, False, "Double-write every change to the LogStore."))
-LOG_STORE_TYPE = _declare(Option("log-store.type", _str, "kafka", "LogStore backend.", lambda v: v == "kafka", "kafka"))
-LOG_STORE_ADDRESS = _declare(Option("log-store.address", _str, "", "LogStore bootstrap servers."))
-LOG_STORE_TOPIC = _declare(Option("log-store.topic", _str, "", "LogStore topic (Amoro's key)."))
-LOG_STORE_MESSAGE_TOPIC = _declare(Option("log-store.message.topic", _str, "", "LogStore topic (alias used by the ingest job)."))
+LOG_STORE_ENABLED = _declare(
+    Option(key="log-store.enabled", parse=_bool, default=False, doc="Double-write every change to the LogStore.")
+)
+LOG_STORE_TYPE = _declare(
+    Option(
+        key="log-store.type",
+        parse=_str,
+        default="kafka",
+        doc="LogStore backend.",
+        check=lambda v: v == "kafka",
+        expectation="kafka",
+        read_elsewhere="checked only: the one value mixed-iceberg supports",
+    )
+)
+LOG_STORE_ADDRESS = _declare(Option(key="log-store.address", parse=_str, default="", doc="LogStore bootstrap servers."))
+LOG_STORE_TOPIC = _declare(Option(key="log-store.topic", parse=_str, default="", doc="LogStore topic (Amoro's key)."))
+LOG_STORE_MESSAGE_TOPIC = _declare(
+    Option(key="log-store.message.topic", parse=_str, default="", doc="LogStore topic (alias used by the ingest job).")
+)
 LOG_STORE_DATA_FORMAT = _declare(
-    Option("log-store.data-format", _str, "json", "LogStore row encoding.", lambda v: v == "json", "json")
+    Option(
+        key="log-store.data-format",
+        parse=_str,
+        default="json",
+        doc="LogStore row encoding.",
+        check=lambda v: v == "json",
+        expectation="json",
+        read_elsewhere="checked only: the one value mixed-iceberg supports",
+    )
 )
 LOG_STORE_DATA_VERSION = _declare(
-    Option("log-store.data-version", _str, "v1", "LogStore message format version.", lambda v: v == "v1", "v1")
+    Option(
+        key="log-store.data-version",
+        parse=_str,
+        default="v1",
+        doc="LogStore message format version.",
+        check=lambda v: v == "v1",
+        expectation="v1",
+        read_elsewhere="checked only: the one value mixed-iceberg supports",
+    )
 )
 # -- self-optimizing ----------------------------------------------------------------------------
-OPT_ENABLED = _declare(Option("self-optimizing.enabled", _bool, True, "Whether the table is optimized at all."))
-OPT_GROUP = _declare(Option("self-optimizing.group", _str, "default", "Optimizer group that serves the table."))
+OPT_ENABLED = _declare(
+    Option(key="self-optimizing.enabled", parse=_bool, default=True, doc="Whether the table is optimized at all.")
+)
+OPT_GROUP = _declare(
+    Option(key="self-optimizing.group", parse=_str, default="default", doc="Optimizer group that serves the table.")
+)
 OPT_QUOTA = _declare(
     Option(
-        "self-optimizing.quota",
-        _float,
-        0.5,
-        "Share of the group's threads (<=1) or thread count (>1).",
-        _positive,
-        "a positive number",
+        key="self-optimizing.quota",
+        parse=_float,
+        default=0.5,
+        doc="Share of the group's threads (<=1) or thread count (>1).",
+        check=_positive,
+        expectation="a positive number",
     )
 )
 OPT_RETRIES = _declare(
-    Option("self-optimizing.execute.num-retries", _int, 5, "Retries of a failed task.", _non_negative, "a count >= 0")
+    Option(
+        key="self-optimizing.execute.num-retries",
+        parse=_int,
+        default=5,
+        doc="Retries of a failed task.",
+        check=_non_negative,
+        expectation="a count >= 0",
+    )
 )
 OPT_PARTIAL = _declare(
-    Option("self-optimizing.allow-partial-commit", _bool, False, "Commit the tasks that succeeded when others fail.")
+    Option(
+        key="self-optimizing.allow-partial-commit",
+        parse=_bool,
+        default=False,
+        doc="When tasks fail for good (in the optimizer service after execute.num-retries runs, in table.optimizing.run() "
+        "at once), commit the ones that succeeded instead of failing the process, as Amoro does; a partition whose change "
+        "a failed task held is left out, so no change is hidden unmerged.",
+    )
 )
 OPT_TARGET_SIZE = _declare(
-    Option("self-optimizing.target-size", _int, 134217728, "Target size of optimized files.", _positive, "a positive byte count")
+    Option(
+        key="self-optimizing.target-size",
+        parse=_int,
+        default=134217728,
+        doc="Target size of optimized files.",
+        check=_positive,
+        expectation="a positive byte count",
+    )
 )
 OPT_MAX_TASK_SIZE = _declare(
-    Option("self-optimizing.max-task-size-bytes", _int, 134217728, "Input bytes of one task.", _positive, "a positive byte count")
+    Option(
+        key="self-optimizing.max-task-size-bytes",
+        parse=_int,
+        default=134217728,
+        doc="Input bytes of one task.",
+        check=_positive,
+        expectation="a positive byte count",
+    )
 )
 OPT_MAX_FILE_COUNT = _declare(
-    Option("self-optimizing.max-file-count", _int, 10000, "Change files taken by one process.", _positive, "a positive count")
+    Option(
+        key="self-optimizing.max-file-count",
+        parse=_int,
+        default=10000,
+        doc="Change files taken by one process.",
+        check=_positive,
+        expectation="a positive count",
+    )
 )
 OPT_FRAGMENT_RATIO = _declare(
     Option(
-        "self-optimizing.fragment-ratio",
-        _int,
-        8,
-        "target-size / fragment-ratio is the fragment size limit.",
-        _positive,
-        "a positive integer",
+        key="self-optimizing.fragment-ratio",
+        parse=_int,
+        default=8,
+        doc="target-size / fragment-ratio is the fragment size limit.",
+        check=_positive,
+        expectation="a positive integer",
     )
 )
 OPT_MIN_TARGET_RATIO = _declare(
     Option(
-        "self-optimizing.min-target-size-ratio",
-        _float,
-        0.75,
-        "Files below target-size x ratio are undersized segments.",
-        lambda v: 0 < v <= 1,
-        "a number in (0, 1]",
+        key="self-optimizing.min-target-size-ratio",
+        parse=_float,
+        default=0.75,
+        doc="Files below target-size x ratio are undersized segments.",
+        check=lambda v: 0 < v <= 1,
+        expectation="a number in (0, 1]",
     )
 )
 OPT_MINOR_FILES = _declare(
     Option(
-        "self-optimizing.minor.trigger.file-count",
-        _int,
-        12,
-        "Small files that trigger minor optimizing.",
-        _positive,
-        "a positive count",
+        key="self-optimizing.minor.trigger.file-count",
+        parse=_int,
+        default=12,
+        doc="Small files that trigger minor optimizing.",
+        check=_positive,
+        expectation="a positive count",
     )
 )
 OPT_MERGE_WIDTH = _declare(
     Option(
-        "self-optimizing.minor.merge-width",
-        _int,
-        8,
-        "mixed-iceberg: minor merges a tree node's fragments of one size tier (sizes within a factor of this width) "
+        key="self-optimizing.minor.merge-width",
+        parse=_int,
+        default=8,
+        doc="mixed-iceberg: minor merges a tree node's fragments of one size tier (sizes within a factor of this width) "
         "only once this many exist, and combines a segment's position-delete files only once it has this many, "
         "so a row is rewritten about log_width(fragment size / commit size) times, not once per run; "
         "1 rewrites every fragment on every run, as Amoro does.",
-        _positive,
-        "a positive count",
+        check=_positive,
+        expectation="a positive count",
     )
 )
 OPT_MINOR_INTERVAL = _declare(
     Option(
-        "self-optimizing.minor.trigger.interval",
-        _int,
-        3600000,
-        "Minor optimizing at least this often when change data exists (ms).",
-        _non_negative,
-        "milliseconds >= 0",
+        key="self-optimizing.minor.trigger.interval",
+        parse=_millis,
+        default=timedelta(hours=1),
+        spelled="3600000",
+        doc="Minor optimizing at least this often when change data exists (ms).",
+        check=_non_negative_duration,
+        expectation="milliseconds >= 0",
     )
 )
 OPT_MAJOR_RATIO = _declare(
     Option(
-        "self-optimizing.major.trigger.duplicate-ratio",
-        _float,
-        0.1,
-        "Position-deleted share of a segment that triggers major optimizing.",
-        _non_negative,
-        "a ratio >= 0",
+        key="self-optimizing.major.trigger.duplicate-ratio",
+        parse=_float,
+        default=0.1,
+        doc="Position-deleted share of a segment that triggers major optimizing.",
+        check=_non_negative,
+        expectation="a ratio >= 0",
     )
 )
 OPT_FULL_INTERVAL = _declare(
-    Option("self-optimizing.full.trigger.interval", _int, -1, "Full optimizing interval (ms); -1 is off.")
+    Option(
+        key="self-optimizing.full.trigger.interval",
+        parse=_millis_or_off,
+        default=None,
+        spelled="-1",
+        doc="Full optimizing interval (ms); -1 is off.",
+    )
 )
 OPT_FULL_REWRITE_ALL = _declare(
-    Option("self-optimizing.full.rewrite-all-files", _bool, True, "Full optimizing rewrites every file.")
+    Option(key="self-optimizing.full.rewrite-all-files", parse=_bool, default=True, doc="Full optimizing rewrites every file.")
 )
 OPT_MIN_PLAN_INTERVAL = _declare(
     Option(
-        "self-optimizing.min-plan-interval",
-        _int,
-        60000,
-        "Minimum time between two plans of a table (ms).",
-        _non_negative,
-        "milliseconds >= 0",
+        key="self-optimizing.min-plan-interval",
+        parse=_millis,
+        default=timedelta(minutes=1),
+        spelled="60000",
+        doc="Minimum time between two plans of a table (ms).",
+        check=_non_negative_duration,
+        expectation="milliseconds >= 0",
     )
 )
-OPT_FILTER = _declare(Option("self-optimizing.filter", _str, "", "SQL-like predicate limiting optimizing to some partitions."))
+OPT_FILTER = _declare(
+    Option(key="self-optimizing.filter", parse=_str, default="", doc="SQL-like predicate limiting optimizing to some partitions.")
+)
 OPT_KEY_INDEX = _declare(
     Option(
-        "self-optimizing.key-index.enabled",
-        _bool,
-        True,
-        "Find the segment rows a change retires through per-file key indexes (key-index/ beside the BaseStore's "
+        key="self-optimizing.key-index.enabled",
+        parse=_bool,
+        default=True,
+        doc="Find the segment rows a change retires through per-file key indexes (key-index/ beside the BaseStore's "
         "data, cached by the optimizer), not by reading every segment's keys: work follows the change, not the table. "
         "mixed-iceberg's own; an index is a cache, never a source of truth.",
     )
@@ -447,57 +703,84 @@ OPT_KEY_INDEX = _declare(
 # -- merge engines (Paimon's names; checked against the schema by reader/engines.py) -----------------
 MERGE_ENGINE = _declare(
     Option(
-        "merge-engine",
-        _str,
-        "deduplicate",
-        "What a key's rows make of it: deduplicate (latest row), partial-update (non-null fields of later rows "
+        key="merge-engine",
+        parse=parse_enum(MergeEngine),
+        default=MergeEngine.DEDUPLICATE,
+        doc="What a key's rows make of it: deduplicate (latest row), partial-update (non-null fields of later rows "
         "update the row), aggregation (fields.<col>.aggregate-function per column), first-row (first row kept). "
         "Fixed at create.",
-        lambda v: v.strip().lower() in ("deduplicate", "partial-update", "aggregation", "first-row"),
-        "deduplicate, partial-update, aggregation or first-row",
     )
 )
 SEQUENCE_FIELD = _declare(
     Option(
-        "sequence.field",
-        _str,
-        "",
-        "A column that orders a key's changes before their arrival (an updated_at), for sources that deliver "
+        key="sequence.field",
+        parse=_str,
+        default="",
+        doc="A column that orders a key's changes before their arrival (an updated_at), for sources that deliver "
         "out of order. Fixed at create.",
     )
 )
 IGNORE_DELETE = _declare(
-    Option("ignore-delete", _bool, False, "Drop -D and -U rows (and aggregation's retractions). Fixed at create.")
-)
-# -- maintenance --------------------------------------------------------------------------------
-EXPIRE_ENABLED = _declare(Option("table-expire.enabled", _bool, True, "Expire old snapshots."))
-SNAPSHOT_KEEP_DURATION = _declare(
-    Option("snapshot.keep.duration", _duration, "720min", "Keep snapshots at least this long (e.g. 720min).")
-)
-SNAPSHOT_KEEP_MIN = _declare(Option("snapshot.keep.min-count", _int, 1, "Snapshots always kept.", _positive, "a positive count"))
-CHANGE_TTL = _declare(
     Option(
-        "change.data.ttl.minutes",
-        _int,
-        10080,
-        "Merged change files older than this are deleted (minutes).",
-        _non_negative,
-        "minutes >= 0",
+        key="ignore-delete",
+        parse=_bool,
+        default=False,
+        doc="Drop -D and -U rows (and aggregation's retractions). Fixed at create.",
     )
 )
-ORPHAN_ENABLED = _declare(Option("clean-orphan-file.enabled", _bool, False, "Delete unreferenced files."))
+# -- maintenance --------------------------------------------------------------------------------
+EXPIRE_ENABLED = _declare(Option(key="table-expire.enabled", parse=_bool, default=True, doc="Expire old snapshots."))
+SNAPSHOT_KEEP_DURATION = _declare(
+    Option(
+        key="snapshot.keep.duration",
+        parse=_duration,
+        default=timedelta(minutes=720),
+        spelled="720min",
+        doc="Keep snapshots at least this long (e.g. 720min).",
+    )
+)
+SNAPSHOT_KEEP_MIN = _declare(
+    Option(
+        key="snapshot.keep.min-count",
+        parse=_int,
+        default=1,
+        doc="Snapshots always kept.",
+        check=_positive,
+        expectation="a positive count",
+    )
+)
+CHANGE_TTL = _declare(
+    Option(
+        key="change.data.ttl.minutes",
+        parse=_minutes,
+        default=timedelta(minutes=10080),
+        spelled="10080",
+        doc="Merged change files older than this are deleted (minutes).",
+        check=_non_negative_duration,
+        expectation="minutes >= 0",
+    )
+)
+ORPHAN_ENABLED = _declare(Option(key="clean-orphan-file.enabled", parse=_bool, default=False, doc="Delete unreferenced files."))
 ORPHAN_MIN_AGE = _declare(
     Option(
-        "clean-orphan-file.min-existing-time-minutes",
-        _int,
-        2880,
-        "Safety window of orphan cleaning (minutes).",
-        _non_negative,
-        "minutes >= 0",
+        key="clean-orphan-file.min-existing-time-minutes",
+        parse=_minutes,
+        default=timedelta(minutes=2880),
+        spelled="2880",
+        doc="Safety window of orphan cleaning (minutes).",
+        check=_non_negative_duration,
+        expectation="minutes >= 0",
     )
 )
 DANGLING_ENABLED = _declare(
-    Option("clean-dangling-delete-files.enabled", _bool, True, "Delete delete files that no longer apply.")
+    Option(
+        key="clean-dangling-delete-files.enabled",
+        parse=_bool,
+        default=True,
+        doc="Remove delete files that apply to no live data file any more: maintenance removes them from every store "
+        "(Amoro's dangling delete cleaning, which Amoro skips on Mixed-Iceberg tables), and optimizing drops the equality "
+        "deletes it made dangling. false keeps them; reads are the same either way.",
+    )
 )
 
 #: Namespaces whose keys must be declared above; a typo there is an error, not a silent no-op.
@@ -572,6 +855,5 @@ def options_markdown() -> str:
     """The Markdown table of every declared option (the docs are generated from this)."""
     lines = ["| key | default | meaning |", "| --- | --- | --- |"]
     for option in sorted(OPTIONS.values(), key=lambda o: o.key):
-        default = str(option.default).lower() if isinstance(option.default, bool) else str(option.default)
-        lines.append(f"| `{option.key}` | `{default}` | {option.doc} |")
+        lines.append(f"| `{option.key}` | `{option.default_text}` | {option.doc} |")
     return "\n".join(lines) + "\n"

@@ -1,6 +1,8 @@
 """The ingest job's configuration (``conf/ingest.yaml``), parsed once into frozen models.
 
-``${VAR}`` / ``${VAR:-default}`` references are resolved as in ``conf/catalogs.yaml``.
+The file is read, ``${VAR}`` / ``${VAR:-default}`` references are resolved and errors are shaped
+as for ``conf/catalogs.yaml`` and ``conf/optimizer.yaml`` (:mod:`mixed_iceberg.config.files`);
+pydantic's errors come on one line, which the client prints as the job's only output.
 :func:`pin_catalog` resolves the catalog once, in the job's client: Python workers on a
 cluster run in the TaskManager's environment and working directory, not the client's.
 """
@@ -12,16 +14,18 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from mixed_iceberg.catalog.config import _interpolate, default_config_path, load_catalog_config
+from mixed_iceberg.catalog.config import default_config_path, load_catalog_config
+from mixed_iceberg.config.files import interpolate, read_yaml, validation_error
 from mixed_iceberg.config.registry import LOG_STORE_ENABLED
 from mixed_iceberg.exceptions import ConfigError
 from mixed_iceberg.ingest.cdc import CdcFormat, check_source_schema
 from mixed_iceberg.logstore.format import check_log_schema
 
 __all__ = ["ColumnSpec", "IngestConfig", "SourceConfig", "TableSpec", "load_ingest_config", "pin_catalog"]
+
+_WHAT = "ingest config"
 
 _TYPES: dict[str, pa.DataType] = {
     "int": pa.int32(),
@@ -249,26 +253,24 @@ def load_ingest_config(path: str | Path, overrides: dict[str, Any] | None = None
         ConfigError: the file is missing, a variable is unset, or a value is invalid.
     """
     try:
-        raw = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise ConfigError(f"ingest config: cannot read {path}: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"ingest config {path}: not valid YAML: {' '.join(str(exc).split())}") from exc
-    if not isinstance(raw, dict | None):
-        raise ConfigError(f"ingest config {path}: expected a mapping, found {type(raw).__name__}")
-    data = _interpolate(raw or {}, str(path))
+        raw = read_yaml(Path(path), _WHAT)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{_WHAT}: cannot read {path}: {exc.strerror or exc}", file=str(path)) from exc
+    data = interpolate(raw, str(path))
     for dotted, value in (overrides or {}).items():
         node = data
         parents, leaf = _split_key(dotted)
         for part in parents:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                raise ConfigError(f"ingest config {path}: {dotted}: {part!r} holds a value, not keys; found {node!r}")
+                raise ConfigError(
+                    f"{_WHAT} {path}: {dotted}: {part!r} holds a value, not keys; found {node!r}", file=str(path), key=dotted
+                )
         node[leaf] = value
     try:
         return IngestConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"ingest config {path}: {_one_line(exc)}") from exc
+        raise validation_error(_WHAT, str(path), exc) from exc
 
 
 #: Sections whose own keys hold dots (``flink.rest.bind-address``): an override's key ends at them.
@@ -282,17 +284,6 @@ def _split_key(dotted: str) -> tuple[list[str], str]:
         if tuple(parts[: len(section)]) == section and len(parts) > len(section):
             return list(section), ".".join(parts[len(section) :])
     return parts[:-1], parts[-1]
-
-
-def _one_line(exc: ValidationError) -> str:
-    """Each of pydantic's errors as ``key: what was expected (found value)``, on one line: the
-    client prints it as the job's only output, not pydantic's block with its help links."""
-    parts = []
-    for error in exc.errors(include_url=False):
-        where = ".".join(str(part) for part in error["loc"]) or "(top level)"
-        found = f" (found {error['input']!r})" if error["type"] != "missing" and not isinstance(error["input"], dict) else ""
-        parts.append(f"{where}: {error['msg']}{found}")
-    return "; ".join(parts)
 
 
 def pin_catalog(config: IngestConfig) -> IngestConfig:

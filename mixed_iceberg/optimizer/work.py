@@ -4,9 +4,11 @@
   then record a process and its tasks.
 * :func:`run_task`: execute one recorded task against the snapshot the plan read (the stores'
   metadata files the process names), and return its output.
-* :func:`commit_process`: commit the outputs of a process whose tasks all succeeded, once:
-  the process id is the commit id, so a commit that landed before a crash is recognized and
-  its files are kept.
+* :func:`commit_process`: commit the outputs of a process's succeeded tasks, once: the
+  process id is the commit id, so a commit that landed before a crash is recognized and its
+  files are kept. When some failed (``self-optimizing.allow-partial-commit``), a partition
+  whose change a failed task would have merged is left out
+  (:mod:`~mixed_iceberg.optimizing.partial`).
 
 Every function takes the table as the catalog loads it now. The snapshot a process was planned
 on is read back from its metadata files, so the tasks, and the commit after them, see exactly
@@ -31,6 +33,7 @@ from mixed_iceberg.optimizing.commit import commit_outputs
 from mixed_iceberg.optimizing.engine import Deferred, PlannedRun, TableOptimizing, execute_run, partition_filter
 from mixed_iceberg.optimizing.execute import TaskOutput
 from mixed_iceberg.optimizing.model import RewriteTask
+from mixed_iceberg.optimizing.partial import incomplete_partitions
 from mixed_iceberg.store.commit import CommitOutcome, last_committed_sequence
 from mixed_iceberg.store.damage import METADATA_FILE, reading
 from mixed_iceberg.table import MixedTable
@@ -152,6 +155,18 @@ def commit_process(table: MixedTable, process: ProcessRecord, tasks: list[TaskRe
         return CommitOutcome.skip()
     _, collected = planned_view(table, process)
     outputs = _outputs(collected, tasks)
+    if not process.unit:
+        left_out = incomplete_partitions([o.task for o in outputs], collected.partitions)
+        if left_out:
+            log.warning(
+                "%s: process %d leaves out partitions %s: a failed task held their change",
+                process.table_id,
+                process.process_id,
+                sorted(left_out),
+            )
+            outputs = [o for o in outputs if o.task.partition not in left_out]
+        if not outputs:
+            return CommitOutcome.skip()
     started = time.monotonic()
     outcome = commit_outputs(live, process.type, outputs, int(time.time() * 1000), commit_id=commit_id)
     crash_point("optimizer-after-commit")

@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from pyiceberg.expressions import BooleanExpression
@@ -24,6 +25,7 @@ from mixed_iceberg.optimizing.commit import commit_outputs
 from mixed_iceberg.optimizing.evaluate import evaluate_table
 from mixed_iceberg.optimizing.execute import TaskOutput, execute_task, execute_unit
 from mixed_iceberg.optimizing.model import ChangeFile, OptimizingResult, OptimizingType, RewriteTask, TableEvaluation
+from mixed_iceberg.optimizing.partial import incomplete_partitions
 from mixed_iceberg.optimizing.plan import plan_tasks
 from mixed_iceberg.store.damage import CHANGE_FILE, ExpectedFile, expected, locating
 from mixed_iceberg.table_properties import optimizing_filter
@@ -87,6 +89,7 @@ def _plan(
         keyed=table.is_keyed,
         requested=requested,
         cross_partition=crosses_partitions(table),
+        drop_dangling_deletes=table.config.maintenance.clean_dangling_deletes,
     )
 
 
@@ -238,9 +241,10 @@ class TableOptimizing:
             return None  # before collecting: a disabled table costs no manifest reads
         collected, evaluation = self._state(refreshed=True)
         since = self._now_ms() - collected.last_optimized_ms
-        if requested is None and first_attempt and since < self.config.min_plan_interval_ms:
+        interval_ms = self.config.min_plan_interval // timedelta(milliseconds=1)
+        if requested is None and first_attempt and since < interval_ms:
             log.debug("%s: last optimized %d ms ago (< self-optimizing.min-plan-interval)", self.table.name, since)
-            return Deferred(collected.last_optimized_ms + self.config.min_plan_interval_ms)
+            return Deferred(collected.last_optimized_ms + interval_ms)
         tasks = _plan(self.table, collected, evaluation, requested)
         if not tasks:
             return None
@@ -254,11 +258,67 @@ class TableOptimizing:
             unit=crosses_partitions(self.table),
         )
 
+    def _execute(self, planned: PlannedRun, parallelism: int) -> tuple[list[TaskOutput], list[tuple[RewriteTask, Exception]]]:
+        """The outputs of the run's tasks, and the tasks that failed with their errors.
+
+        Without ``self-optimizing.allow-partial-commit`` (or when the tasks merge as one unit), a
+        task that fails fails the run. With it, the other tasks' outputs are kept, except those
+        of a partition whose change a failed task would have merged (:mod:`~mixed_iceberg.optimizing.partial`).
+
+        Raises:
+            Exception: a task's error, when the run cannot commit without it.
+        """
+        if planned.unit or not self.config.allow_partial_commit:
+            outputs = execute_run(
+                planned.table,
+                planned.collected,
+                planned.tasks,
+                unit=planned.unit,
+                writer=WriterIdentity(),
+                parallelism=parallelism,
+            )
+            return outputs, []
+
+        def attempt(task: RewriteTask) -> list[TaskOutput] | Exception:
+            try:
+                return execute_run(planned.table, planned.collected, [task], unit=False, writer=WriterIdentity())
+            except Exception as exc:  # a task's boundary, as in the optimizer service: the run goes on without it
+                return exc
+
+        if parallelism <= 1 or len(planned.tasks) <= 1:
+            results = [attempt(task) for task in planned.tasks]
+        else:
+            with ThreadPoolExecutor(max_workers=parallelism) as pool:
+                results = list(pool.map(attempt, planned.tasks))
+        failed = [(task, r) for task, r in zip(planned.tasks, results, strict=True) if isinstance(r, Exception)]
+        outputs = [o for r in results if not isinstance(r, Exception) for o in r]
+        if not failed:
+            return outputs, []
+        left_out = incomplete_partitions([o.task for o in outputs], planned.collected.partitions)
+        outputs = [o for o in outputs if o.task.partition not in left_out]
+        if not outputs:
+            raise failed[0][1]
+        log.warning(
+            "%s: %d of %d task(s) failed; self-optimizing.allow-partial-commit commits %d (partitions left out: %s); first error: %s",
+            self.table.name,
+            len(failed),
+            len(planned.tasks),
+            len(outputs),
+            sorted(left_out),
+            failed[0][1],
+        )
+        return outputs, failed
+
     def run(self, type: OptimizingType | str | None = None, *, parallelism: int = 1) -> OptimizingResult:
         """Evaluate, plan, execute and commit; re-plans when the commit loses a race.
 
+        A task that fails fails the run, unless ``self-optimizing.allow-partial-commit`` is true:
+        then the tasks that succeeded are committed (``tasks_failed`` of the result counts the
+        others), except in a partition whose change a failed task would have merged.
+
         Raises:
             CommitConflictError: still conflicting after ``self-optimizing.execute.num-retries``.
+            Exception: a task's error (every task's, with ``allow-partial-commit``).
         """
         started = time.monotonic()
         requested = _as_type(type)
@@ -270,16 +330,10 @@ class TableOptimizing:
             planned = self.plan_run(requested, first_attempt=attempt == 1)
             if planned is None:
                 return OptimizingResult.idle(self.table.name, time.monotonic() - started)
-            attempts = self.config.retries + 1
-            kind, tasks = planned.kind, planned.tasks
-            outputs = execute_run(
-                planned.table,
-                planned.collected,
-                tasks,
-                unit=planned.unit,
-                writer=WriterIdentity(),
-                parallelism=max(1, parallelism),
-            )
+            attempts = self.config.num_retries + 1
+            kind = planned.kind
+            outputs, failed = self._execute(planned, max(1, parallelism))
+            tasks = tuple(o.task for o in outputs) if failed else planned.tasks
             try:
                 outcome = commit_outputs(self.table, kind, outputs, self._now_ms())
             except CommitConflictError as exc:
@@ -301,6 +355,7 @@ class TableOptimizing:
                 duration_s=time.monotonic() - started,
                 committed=True,
                 snapshot_id=outcome.snapshot_id,
+                tasks_failed=len(failed),
             )
             log.info(
                 "%s: %s optimizing: %d task(s), files %d -> %d (+%d delete files), rows %d -> %d in %.2f s",

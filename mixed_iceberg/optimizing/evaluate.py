@@ -8,6 +8,7 @@ minor file-count threshold, as in ``MixedIcebergPartitionPlan``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 
 from mixed_iceberg.config.optimizing import OptimizingConfig
 from mixed_iceberg.optimizing.model import (
@@ -21,6 +22,10 @@ from mixed_iceberg.optimizing.model import (
 from mixed_iceberg.optimizing.tiers import combine_threshold, fragments_to_merge, undersized_to_merge
 
 __all__ = ["evaluate_partition", "evaluate_table", "needs_rewrite"]
+
+
+def _ms(interval: timedelta) -> int:
+    return interval // timedelta(milliseconds=1)
 
 
 def needs_rewrite(file: BaseFile, config: OptimizingConfig) -> bool:
@@ -51,8 +56,8 @@ def evaluate_partition(
     # Fragments of a tier not yet full are settled: counting them would call for runs that
     # find nothing to merge.
     small = len(fragments_to_merge(fragments, config)) + len(inserts) + len(deletes) + len(eq_delete_files)
-    minor_interval_due = now_ms - part.last_optimized_ms > config.minor_interval_ms
-    full_due = config.full_interval_ms >= 0 and now_ms - last_full_ms > config.full_interval_ms
+    minor_interval_due = now_ms - part.last_optimized_ms > _ms(config.minor_interval)
+    full_due = config.full_interval is not None and now_ms - last_full_ms > _ms(config.full_interval)
 
     kind: OptimizingType | None = None
     reason = "healthy"
@@ -70,7 +75,8 @@ def evaluate_partition(
         kind, reason = OptimizingType.MAJOR, f"{len(undersized)} undersized segments hold a target file of content"
     elif keyed:
         threshold = max(config.layout.base_buckets + 1, config.minor_file_count)
-        refresh_due = config.base_refresh_interval_ms >= 0 and now_ms - part.last_optimized_ms > config.base_refresh_interval_ms
+        refresh = config.base_refresh_interval
+        refresh_due = refresh is not None and now_ms - part.last_optimized_ms > _ms(refresh)
         if small >= threshold:
             kind, reason = OptimizingType.MINOR, f"{small} small files >= {threshold}"
         elif (small > config.layout.base_buckets or has_change) and minor_interval_due:

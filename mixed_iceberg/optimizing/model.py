@@ -145,6 +145,8 @@ class OptimizingResult:
     duration_s: float
     committed: bool
     snapshot_id: int | None = None
+    #: tasks that failed and were left out (``self-optimizing.allow-partial-commit``)
+    tasks_failed: int = 0
 
     @classmethod
     def idle(cls, table: str, duration_s: float) -> OptimizingResult:

@@ -97,13 +97,23 @@ def _sharing(seeds: list[BaseFile], files: list[BaseFile]) -> set[str]:
 
 
 def plan_partition(
-    part: PartitionFiles, kind: OptimizingType, config: OptimizingConfig, *, keyed: bool, merged_up_to: int = 0
+    part: PartitionFiles,
+    kind: OptimizingType,
+    config: OptimizingConfig,
+    *,
+    keyed: bool,
+    merged_up_to: int = 0,
+    drop_dangling_deletes: bool = True,
 ) -> RewriteTask | None:
     """The task for one partition, or ``None`` when there is nothing to rewrite.
 
     ``merged_up_to``: every change at or below this sequence is merged wherever it is (a
     cross-partition table's last cut), so this partition's files written up to it may be
-    rewritten too, even where its own optimized sequence is older."""
+    rewritten too, even where its own optimized sequence is older.
+
+    ``drop_dangling_deletes`` (``clean-dangling-delete-files.enabled``): a task that rewrites
+    every file of the partition removes its equality delete files, which then apply to no live
+    file; without it they stay (reads skip them: the rewritten files are newer)."""
     change = change_prefix(part.change, config.max_file_count) if keyed else []
     to_sequence = max((c.sequence_number for c in change), default=max(part.optimized_sequence, merged_up_to))
     rewrite = _rewrite_set(part, kind, config)
@@ -124,7 +134,7 @@ def plan_partition(
         return None
     segments = [f for f in kept if has_change or f.path in combine]
     everything = len(rewrite) == len(part.base)
-    dangling = sorted({p for f in part.base for p in f.eq_delete_files}) if everything else []
+    dangling = sorted({p for f in part.base for p in f.eq_delete_files}) if everything and drop_dangling_deletes else []
     return RewriteTask(
         partition=part.path,
         type=kind,
@@ -146,6 +156,7 @@ def plan_tasks(
     keyed: bool,
     requested: OptimizingType | None = None,
     cross_partition: bool = False,
+    drop_dangling_deletes: bool = True,
 ) -> list[RewriteTask]:
     """Tasks for every partition that needs optimizing (or all, at ``requested`` type).
 
@@ -177,7 +188,9 @@ def plan_tasks(
                 kind = OptimizingType.MINOR
         if kind is None:
             continue
-        task = plan_partition(part, kind, config, keyed=keyed, merged_up_to=merged_up_to)
+        task = plan_partition(
+            part, kind, config, keyed=keyed, merged_up_to=merged_up_to, drop_dangling_deletes=drop_dangling_deletes
+        )
         if task is None:
             continue
         if cross_partition:  # one merge across partitions (execute_unit): never split

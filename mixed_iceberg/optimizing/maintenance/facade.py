@@ -1,4 +1,4 @@
-"""``TableMaintenance``: snapshot expiry, change-data TTL, manifest rewriting, orphan cleaning.
+"""``TableMaintenance``: snapshot expiry, change-data TTL, manifest rewriting, orphan and dangling-delete cleaning.
 
 >>> from mixed_iceberg.optimizing.maintenance import TableMaintenance   # doctest: +SKIP
 >>> maintenance = TableMaintenance(table)                               # doctest: +SKIP
@@ -23,11 +23,13 @@ from mixed_iceberg.basestore.optimized_sequence import repair_optimized_sequence
 from mixed_iceberg.config.maintenance import MaintenanceConfig
 from mixed_iceberg.exceptions import NotKeyedTableError
 from mixed_iceberg.optimizing.maintenance.change_ttl import expire_change_files
+from mixed_iceberg.optimizing.maintenance.dangling import clean_dangling_deletes
 from mixed_iceberg.optimizing.maintenance.expire import expire_stores
 from mixed_iceberg.optimizing.maintenance.manifests import rewrite_manifests
 from mixed_iceberg.optimizing.maintenance.orphans import clean_orphans
 from mixed_iceberg.optimizing.maintenance.results import (
     ChangeTtlResult,
+    DanglingDeleteResult,
     ExpireResult,
     MaintenanceResult,
     ManifestRewriteResult,
@@ -54,8 +56,9 @@ class TableMaintenance:
     Settings come from the table's properties (``snapshot.keep.duration``,
     ``snapshot.keep.min-count``, ``change.data.ttl.minutes``,
     ``clean-orphan-file.min-existing-time-minutes``, ...), read afresh on every call.
-    ``table-expire.enabled`` and ``clean-orphan-file.enabled`` gate their steps in
-    :meth:`run` only: calling a step directly always runs it.
+    ``table-expire.enabled``, ``clean-orphan-file.enabled`` and
+    ``clean-dangling-delete-files.enabled`` gate their steps in :meth:`run` only: calling a step
+    directly always runs it.
 
     Args:
         refresh: reloads the table and returns its fresh handle (``MixedTable.refreshed``);
@@ -259,6 +262,32 @@ class TableMaintenance:
         )
         return result
 
+    def clean_dangling_delete_files(self) -> DanglingDeleteResult:
+        """Remove the delete files that apply to no live data file, in every store
+        (:mod:`~mixed_iceberg.optimizing.maintenance.dangling`); reads are unchanged.
+
+        Raises:
+            CommitConflictError: a concurrent commit removed one of them first.
+        """
+        started = time.monotonic()
+        self._table = self._refresh()
+        counts = [clean_dangling_deletes(store, table_name=self._table.name) for store in self._stores()]
+        result = DanglingDeleteResult(
+            files_deleted=sum(files for files, _ in counts),
+            bytes_deleted=sum(size for _, size in counts),
+            commits=sum(1 for files, _ in counts if files),
+            duration_s=time.monotonic() - started,
+        )
+        log.info(
+            "%s: removed %d dangling delete files (%d bytes) in %d commits, %.1f ms",
+            self._table.name,
+            result.files_deleted,
+            result.bytes_deleted,
+            result.commits,
+            result.duration_s * 1000,
+        )
+        return result
+
     def repair_optimized_sequence(self) -> int | None:
         """Write the BaseStore's optimized sequence back into a Puffin file where another engine
         (Spark's ``compute_table_stats``) replaced it, for Amoro's readers; ours read the summary
@@ -279,10 +308,11 @@ class TableMaintenance:
     def run(self) -> MaintenanceResult:
         """Every enabled step, in an order that lets each feed the next.
 
-        Change-data TTL (keyed tables), then manifest rewriting (stores with at least
+        Change-data TTL (keyed tables), then dangling delete files
+        (``clean-dangling-delete-files.enabled``), then manifest rewriting (stores with at least
         ``commit.manifest.min-count-to-merge`` manifests), then snapshot expiry
-        (``table-expire.enabled``; it deletes what the two steps before made unreachable
-        once their old snapshots expire), then orphan cleaning (``clean-orphan-file.enabled``).
+        (``table-expire.enabled``; it deletes what the steps before made unreachable once their
+        old snapshots expire), then orphan cleaning (``clean-orphan-file.enabled``).
 
         Raises:
             PropertyError: a maintenance property holds a bad value.
@@ -291,16 +321,23 @@ class TableMaintenance:
         started = time.monotonic()
         config = self.config
         change_ttl = self.expire_change_data() if self._table.is_keyed else None
+        dangling = self.clean_dangling_delete_files() if config.clean_dangling_deletes else None
         manifests = self.rewrite_manifests(min_count=config.manifest_min_count)
         expire = self.expire_snapshots() if config.expire_enabled else None
         orphans = self.clean_orphan_files() if config.orphan_enabled else None
         result = MaintenanceResult(
-            change_ttl=change_ttl, manifests=manifests, expire=expire, orphans=orphans, duration_s=time.monotonic() - started
+            change_ttl=change_ttl,
+            manifests=manifests,
+            expire=expire,
+            orphans=orphans,
+            duration_s=time.monotonic() - started,
+            dangling_deletes=dangling,
         )
         log.info(
-            "%s: maintenance ran ttl=%s manifests=%s expire=%s orphans=%s in %.1f ms",
+            "%s: maintenance ran ttl=%s dangling=%s manifests=%s expire=%s orphans=%s in %.1f ms",
             self._table.name,
             change_ttl is not None,
+            dangling is not None and dangling.commits > 0,
             manifests.commits > 0,
             expire is not None,
             orphans is not None,

@@ -6,6 +6,7 @@ from dataclasses import dataclass, fields
 
 __all__ = [
     "ChangeTtlResult",
+    "DanglingDeleteResult",
     "ExpireResult",
     "MaintenanceResult",
     "ManifestRewriteResult",
@@ -118,6 +119,26 @@ class ManifestRewriteResult:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DanglingDeleteResult:
+    """Dangling delete-file cleaning over every store of a table.
+
+    Attributes:
+        files_deleted: delete files that applied to no live data file, now removed from the stores.
+        bytes_deleted: their size (the files themselves go with the snapshots that expire).
+        commits: snapshots written (at most one per store).
+        duration_s: wall time of the step.
+    """
+
+    files_deleted: int
+    bytes_deleted: int
+    commits: int
+    duration_s: float
+
+    def __post_init__(self) -> None:
+        _check_counts(self)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MaintenanceResult:
     """One :meth:`TableMaintenance.run`; a step that did not run (disabled, or not keyed) is ``None``."""
 
@@ -126,6 +147,7 @@ class MaintenanceResult:
     expire: ExpireResult | None
     orphans: OrphanResult | None
     duration_s: float
+    dangling_deletes: DanglingDeleteResult | None = None
 
     def __post_init__(self) -> None:
         _check_counts(self)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from mixed_iceberg.config.layout import LayoutConfig
-from mixed_iceberg.config.registry import OPTIONS, options_markdown, validate_properties
+from mixed_iceberg.config.registry import OPTIONS, Option, options_markdown, validate_properties
 from mixed_iceberg.exceptions import PropertyError
 
 
@@ -30,7 +31,44 @@ from mixed_iceberg.exceptions import PropertyError
     ],
 )
 def test_defaults_are_amoros(key: str, default: object) -> None:
-    assert OPTIONS[key].default == default
+    """Amoro's default, as users write it; the typed default is what it parses to."""
+    option = OPTIONS[key]
+    assert option.default_text == str(default)
+    assert option.parse(option.default_text) == option.default
+
+
+@pytest.mark.parametrize(
+    ("key", "typed"),
+    [
+        ("self-optimizing.minor.trigger.interval", timedelta(hours=1)),
+        ("self-optimizing.full.trigger.interval", None),
+        ("self-optimizing.min-plan-interval", timedelta(minutes=1)),
+        ("base.refresh-interval", None),
+        ("snapshot.keep.duration", timedelta(hours=12)),
+        ("change.data.ttl.minutes", timedelta(days=7)),
+        ("clean-orphan-file.min-existing-time-minutes", timedelta(days=2)),
+    ],
+)
+def test_durations_are_timedeltas_and_off_is_none(key: str, typed: timedelta | None) -> None:
+    assert OPTIONS[key].default == typed
+    assert OPTIONS[key].read({key: OPTIONS[key].default_text}) == typed
+
+
+@pytest.mark.parametrize("key", ["self-optimizing.full.trigger.interval", "base.refresh-interval"])
+def test_minus_one_is_off_and_a_count_is_milliseconds(key: str) -> None:
+    assert OPTIONS[key].read({key: "-1"}) is None
+    assert OPTIONS[key].read({key: "1500"}) == timedelta(milliseconds=1500)
+
+
+def test_every_default_is_what_its_spelling_parses_to() -> None:
+    for option in OPTIONS.values():
+        if option.default is not None or option.spelled is not None:
+            assert option.parse(option.default_text) == option.default, option.key
+
+
+def test_options_are_declared_by_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        Option("k", str, "", "doc")  # type: ignore[misc]
 
 
 def test_typed_options_parse_once() -> None:

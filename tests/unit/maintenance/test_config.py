@@ -52,6 +52,7 @@ def test_defaults_are_amoros() -> None:
         orphan_min_age=timedelta(minutes=2880),
         manifest_target_size=8 * 1024 * 1024,
         manifest_min_count=100,
+        clean_dangling_deletes=True,
     )
 
 
@@ -66,6 +67,7 @@ def test_properties_are_parsed_once_into_typed_values() -> None:
             "clean-orphan-file.min-existing-time-minutes": "5",
             "commit.manifest.target-size-bytes": "1024",
             "commit.manifest.min-count-to-merge": "10",
+            "clean-dangling-delete-files.enabled": "false",
         }
     )
     assert config == MaintenanceConfig(
@@ -77,6 +79,7 @@ def test_properties_are_parsed_once_into_typed_values() -> None:
         orphan_min_age=timedelta(minutes=5),
         manifest_target_size=1024,
         manifest_min_count=10,
+        clean_dangling_deletes=False,
     )
 
 

@@ -79,6 +79,7 @@ def test_every_step_logs_one_info_line(tmp_path: Path, caplog: pytest.LogCapture
         maintenance.clean_orphan_files,
         maintenance.expire_change_data,
         maintenance.rewrite_manifests,
+        maintenance.clean_dangling_delete_files,
     ]
     for step in steps:
         caplog.clear()
