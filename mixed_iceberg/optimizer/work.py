@@ -71,7 +71,7 @@ def plan_process(table: MixedTable, db: SystemDatabase, *, table_id: str, group:
         change_metadata=handle.change_store.metadata_location if handle.change_store is not None else None,
         unit=planned.unit,
         tasks=[(encode_tasks(part), sum(t.input_bytes for t in part)) for part in tasks],
-        max_retries=handle.config.optimizing.retries,
+        max_retries=handle.config.optimizing.num_retries,
     )
     log.info("%s: planned %s optimizing as process %d (%d task(s))", table_id, planned.kind.value, process_id, len(tasks))
     return process_id
