@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mixed_iceberg.config.merge import MergeConfig
-from mixed_iceberg.merge.segments import last_where, next_where, segmented_scan, take_or_null
+from mixed_iceberg.merge.segments import last_where, next_where, running_sums, segmented_scan, take_or_null
 
 __all__ = ["aggregate"]
 
@@ -124,9 +124,9 @@ def _sum(
 ) -> pa.Array:
     """``sum`` per position: the key's added values less its retracted ones, null before any.
 
-    Integers wrap as Java's do (an int column's sum modulo 2^32). Floats are summed within each
-    key (log2 passes), never through a running total of the whole column, where a large value
-    of one key would swallow a small sum of the next. Decimals are summed exactly in decimal256,
+    Integers wrap as Java's do (an int column's sum modulo 2^32). Floats are added row by row in
+    order within each key (:func:`running_sums`), as Paimon's sum rounds, never through a running
+    total of the whole column, where a large value of one key would swallow a small sum of the next. Decimals are summed exactly in decimal256,
     row by row as Paimon's: a sum that leaves the column's precision is null, and the key's next
     value starts it again (:func:`_decimal_sums`).
     """
@@ -147,7 +147,7 @@ def _sum(
         zero = values.dtype.type(0)
         with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf is NaN, a sum past the range inf: IEEE's answers
             signed = np.where(added, values, zero) - np.where(retract, values, zero)
-            sums: npt.NDArray[np.generic] = segmented_scan(signed, start, np.add)
+            sums: npt.NDArray[np.generic] = running_sums(signed, start)
     else:
         wide_values = values.astype(np.int64)
         sums = _prefix_sums(np.where(added, wide_values, 0) - np.where(retract, wide_values, 0), start)

@@ -83,8 +83,9 @@ def _fitted(total: Any, kind: pa.DataType) -> Any:
 @given(data=st.data(), name=st.sampled_from(["double", "float", "int", "long", "decimal_1_0", "decimal_38_10"]))
 def test_a_sum_is_its_own_keys_values_wrapped_or_null_as_the_type_says(data: st.DataObject, name: str) -> None:
     kind, values = _KINDS[name]
-    # Floats: one key takes the large and special values, the others small ones, so that any
-    # order of additions within a key gives one answer and only another key's values could disturb it.
+    # Floats: one key takes the large and special values, the others small ones, so that another
+    # key's values could disturb them; within a key the replay adds in row order, as Paimon does
+    # (-1e300, 1e300, 1.0 is 1.0 that way, 0.0 in a tree order).
     rows = data.draw(_rows(values))
     if pa.types.is_floating(kind):
         rows = [(d, k, v if k == 0 or v is None or abs(v) < 10 else 1.0) for d, k, v in rows]
@@ -139,8 +140,19 @@ def test_min_and_max_take_a_value_of_the_key_in_arrows_order(data: st.DataObject
         ([math.inf, -math.inf, 1.0], ("NaN",)),  # IEEE's answer, without a numpy warning (an error under -W error)
         ([1e308, 1e308], math.inf),
         ([math.nan, 1.0], ("NaN",)),
+        ([-1e300, 1e300, 1.0], 1.0),  # added in row order, as Paimon's sum (a tree order gave 0.0)
     ],
 )
 def test_float_sums_give_ieee_answers_without_warnings(values: list[float], expected: Any) -> None:
     rows: list[Row] = [(True, 0, v) for v in values] + [(True, 1, 1.0), (True, 1, 2.0)]
     assert _merged(pa.float64(), "sum", rows, ignore_retract=False) == {0: expected, 1: 3.0}
+
+
+def test_a_key_longer_than_a_rank_step_is_summed_in_row_order_too() -> None:
+    # Keys past 64 rows take the per-key path of running_sums: the same order of additions.
+    values = [1e300, -1e300, 1.0] * 30 + [0.5]
+    rows: list[Row] = [(True, 0, v) for v in values] + [(True, 1, 0.25)] * 70
+    total = 0.0
+    for v in values:
+        total += v
+    assert _merged(pa.float64(), "sum", rows, ignore_retract=False) == {0: total, 1: 17.5}
