@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from mixed_iceberg.catalog import MixedCatalog
+from mixed_iceberg.catalog.markers import change_store_name
 from mixed_iceberg.exceptions import CorruptTableError, MixedIcebergError, NoSuchTableError
 from mixed_iceberg.options import OPT_ENABLED, OPT_GROUP, OPT_QUOTA
 
@@ -68,12 +69,14 @@ class DiscoveryRound:
     """One round's outcome.
 
     ``served``: the tables the group serves now. ``moved``: the ids of those first seen this
-    round or whose metadata moved since the last round. ``loaded``: how many tables were
+    round or whose metadata moved since the last round. ``regrouped``: whether a table
+    joined or left the served ones, or its quota changed. ``loaded``: how many tables were
     loaded to read their properties.
     """
 
     served: list[Served]
     moved: frozenset[str]
+    regrouped: bool
     loaded: int
 
 
@@ -81,6 +84,7 @@ class DiscoveryRound:
 class _Catalog:
     records: dict[str, _Record] = field(default_factory=dict)  # by table name
     rounds: int = 0
+    change_stores: set[str] | None = None  # names of the ChangeStores seen (SQL catalogs)
 
 
 class Discovery:
@@ -106,47 +110,66 @@ class Discovery:
         self._catalog = catalog
         self._served_before = served_before
         self._catalogs: dict[str, _Catalog] = {name: _Catalog() for name in self.catalog_names}
+        self._regrouped = False
 
     @property
     def known(self) -> int:
         """Tables with a record (served or not) over every catalog."""
         return sum(len(c.records) for c in self._catalogs.values())
 
-    def round(self) -> DiscoveryRound:
-        """Look at every catalog once (see the module docstring)."""
+    def round(self, *, poll: bool = False) -> DiscoveryRound:
+        """Look at every catalog once (see the module docstring). ``poll``: only at the catalogs
+        that list metadata locations, whose round costs one query and loads only what moved."""
         served: list[Served] = []
         moved: set[str] = set()
         loaded = 0
+        self._regrouped = False
         for name in self.catalog_names:
-            loaded += self._catalog_round(name, self._catalogs[name], moved)
-            served.extend(r.served for r in self._catalogs[name].records.values() if r.served is not None)
-        return DiscoveryRound(served, frozenset(moved), loaded)
+            state = self._catalogs[name]
+            loaded += self._catalog_round(name, state, moved, poll=poll)
+            served.extend(r.served for r in state.records.values() if r.served is not None)
+        return DiscoveryRound(served, frozenset(moved), self._regrouped, loaded)
 
-    def _catalog_round(self, catalog_name: str, state: _Catalog, moved: set[str]) -> int:
+    def _drop(self, records: dict[str, _Record], gone: Iterable[str]) -> None:
+        for name in gone:
+            if records.pop(name).served is not None:
+                self._regrouped = True
+
+    def _keep(self, records: dict[str, _Record], name: str, record: _Record | None, moved: set[str]) -> None:
+        """Keep what a read found of ``name`` (None: gone); a served table read is ``moved``."""
+        before = records.pop(name, None)
+        if record is not None:
+            records[name] = record
+            if record.served is not None:
+                moved.add(record.served.table_id)
+        if (before.served if before else None) != (record.served if record else None):
+            self._regrouped = True
+
+    def _catalog_round(self, catalog_name: str, state: _Catalog, moved: set[str], *, poll: bool) -> int:
         catalog = self._catalog(catalog_name)
-        state.rounds += 1
         locations = catalog.metadata_locations()
         if locations is None:
+            if poll:
+                return 0
+            state.rounds += 1
             return self._sweep(catalog_name, catalog, state, moved)
         records = state.records
-        change_stores = {r.change_name for r in records.values() if r.change_name is not None}
-        change_stores.update(n for t in locations if (n := catalog.change_identifier(t)) in locations)
-        tables = [t for t in locations if t not in change_stores]
-        for gone in records.keys() - set(tables):
-            del records[gone]
+        if not poll or state.change_stores is None:  # rebuilt on every full round
+            state.change_stores = {r.change_name for r in records.values() if r.change_name is not None}
+        change_stores = state.change_stores
+        suffix = change_store_name("", catalog.separator)
+        self._drop(records, [name for name in records if name not in locations])
         loaded = 0
-        for name in tables:
+        for name, base in locations.items():
             record = records.get(name)
-            base = locations[name]
-            if record is None or record.base != base or record.retry:
-                record = self._read(catalog_name, catalog, name, base, record)
+            if record is None and (name in change_stores or (name.endswith(suffix) and name.removesuffix(suffix) in locations)):
+                change_stores.add(name)  # a ChangeStore: its table's record follows it
+            elif record is None or record.base != base or record.retry:
+                read = self._read(catalog_name, catalog, name, base, record)
                 loaded += 1
-                if record is None:
-                    records.pop(name, None)
-                    continue
-                records[name] = record
-                if record.served is not None:
-                    moved.add(record.served.table_id)
+                self._keep(records, name, read, moved)
+                if read is not None and read.change_name is not None:
+                    change_stores.add(read.change_name)
             elif record.change_name is not None and locations.get(record.change_name) != record.change:
                 record.change = locations.get(record.change_name)
                 if record.served is not None:
@@ -158,8 +181,7 @@ class Discovery:
         ones and this round's slice of the known ones."""
         names = [t for namespace in catalog.list_namespaces() for t in catalog.list_tables(namespace)]
         records = state.records
-        for gone in records.keys() - set(names):
-            del records[gone]
+        self._drop(records, records.keys() - set(names))
         loaded = 0
         for position, name in enumerate(names):
             record = records.get(name)
@@ -167,12 +189,8 @@ class Discovery:
                 continue
             read = self._read(catalog_name, catalog, name, None, record)
             loaded += 1
-            if read is None:
-                records.pop(name, None)
-                continue
-            records[name] = read
-            if read.served is not None and (record is None or (record.base, record.change) != (read.base, read.change)):
-                moved.add(read.served.table_id)
+            unmoved = record is not None and read is not None and (record.base, record.change) == (read.base, read.change)
+            self._keep(records, name, read, set() if unmoved else moved)
         return loaded
 
     def _read(

@@ -39,7 +39,7 @@ from mixed_iceberg.store.damage import METADATA_FILE, reading
 from mixed_iceberg.table import MixedTable
 from mixed_iceberg.typedef import CommitId
 
-__all__ = ["COMMIT_WRITER", "ExecutedTask", "commit_process", "plan_process", "run_task"]
+__all__ = ["COMMIT_WRITER", "ExecutedTask", "commit_process", "plan_process", "run_task", "settled"]
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,26 @@ def plan_process(table: MixedTable, db: SystemDatabase, *, table_id: str, group:
     )
     log.info("%s: planned %s optimizing as process %d (%d task(s))", table_id, planned.kind.value, process_id, len(tasks))
     return process_id
+
+
+#: A time past every trigger interval a table can be given (epoch seconds: the end of year 9999).
+_END_OF_TIME_S = 253_402_300_799.0
+
+
+def settled(table: MixedTable) -> bool:
+    """Whether only a commit can make ``table`` (as last refreshed) due: evaluated as if every
+    trigger interval (minor, full, base refresh) had run out, no partition needs optimizing.
+
+    Each time trigger is a condition that stays true once met, and each type is due on a
+    conjunction of them with conditions on the files, so a table due at no time now is due at
+    no time until its files change, and every commit moves its metadata (which discovery sees).
+
+    Raises:
+        CorruptFileError: a manifest list or manifest does not parse.
+    """
+    handle = table.handle
+    evaluation = TableOptimizing(lambda: handle, clock=lambda: _END_OF_TIME_S).evaluate()
+    return evaluation.type is None
 
 
 def _static(store: Table, location: str, name: str) -> Table:

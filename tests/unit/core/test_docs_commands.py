@@ -125,6 +125,11 @@ RUN_BY: list[tuple[str, str | None, str]] = [
         "",
     ),
     (
+        r"(?:\.venv/bin/)?python -m bench\.optimizer_scale.*",
+        "tests/unit/bench/test_bench_runs.py::test_optimizer_scale_quick_run_measures_both_systems_on_the_same_catalog_shape",
+        "",
+    ),
+    (
         r"python -m bench\.ingest",
         None,
         "too long for the suite: its shortest run (--quick --events 3000 --seconds 3) took 111 s, two PyFlink jobs",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mixed_iceberg import MixedCatalog, MixedTable
-from mixed_iceberg.optimizer import service as service_module
+from mixed_iceberg.optimizer import execution as execution_module
 from mixed_iceberg.optimizer.config import OptimizerConfig, parse_optimizer_config
 from mixed_iceberg.optimizer.report import group_report, warnings
 from mixed_iceberg.optimizer.service import OptimizerService
@@ -143,7 +143,7 @@ def test_damage_met_at_commit_or_in_maintenance_fails_only_that_table(
     at_commit = _table(catalog, "at_commit")
     in_maintenance = _table(catalog, "in_maintenance")
     damaged: dict[str, str] = {}
-    real_run_task = service_module.run_task
+    real_run_task = execution_module.run_task
 
     def then_damage(table: MixedTable, process: ProcessRecord, task: TaskRecord) -> ExecutedTask:
         executed = real_run_task(table, process, task)
@@ -151,7 +151,7 @@ def test_damage_met_at_commit_or_in_maintenance_fails_only_that_table(
             damaged["at_commit"] = damage(at_commit, "metadata", "truncate", catalog)  # after the task, before the commit
         return executed
 
-    monkeypatch.setattr(service_module, "run_task", then_damage)
+    monkeypatch.setattr(execution_module, "run_task", then_damage)
     service = OptimizerService(_config(tmp_path, **{"maintenance-interval": "1s"}), "default", catalogs={"local": catalog})
     services.append(service.start())
     db = service.db

@@ -15,7 +15,7 @@ import pytest
 
 from mixed_iceberg import MixedCatalog, MixedTable, TableFormat
 from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
-from mixed_iceberg.optimizer import service as service_module
+from mixed_iceberg.optimizer import execution as execution_module
 from mixed_iceberg.optimizer.config import OptimizerConfig, parse_optimizer_config
 from mixed_iceberg.optimizer.report import group_report, warnings
 from mixed_iceberg.optimizer.service import OptimizerService
@@ -302,7 +302,7 @@ def test_a_long_full_optimize_in_one_group_never_delays_another_groups_minor(
     light = churned(catalog, "light", commits=0, **{"self-optimizing.group": "stream"})
     gate = threading.Event()
     held: list[int] = []
-    real_run_task = service_module.run_task
+    real_run_task = execution_module.run_task
 
     def gated_run_task(table: MixedTable, process: ProcessRecord, task: TaskRecord) -> ExecutedTask:
         if process.table_id == "local.db.heavy":
@@ -310,7 +310,7 @@ def test_a_long_full_optimize_in_one_group_never_delays_another_groups_minor(
             gate.wait(60)
         return real_run_task(table, process, task)
 
-    monkeypatch.setattr(service_module, "run_task", gated_run_task)
+    monkeypatch.setattr(execution_module, "run_task", gated_run_task)
     cfg = config(tmp_path, batch={}, stream={})
     services.append(OptimizerService(cfg, "batch", threads=1, catalogs={"local": catalog}).start())
     db = services[0].db

@@ -1,0 +1,282 @@
+"""Coordination: which table of the group is committed, planned or maintained, and when.
+
+The coordinator thread runs a round every ``refresh-interval``, when a task finishes, when a
+table's ``self-optimizing.min-plan-interval`` runs out (a due table waits for no refresh),
+and when a table of the group receives a commit: every :data:`POLL_INTERVAL_S` it reads the
+SQL catalogs' metadata locations (one query each, :mod:`.discovery`), and a round over the
+tables with new commits alone follows. A round does the following:
+
+1. Gives back what dead optimizers held.
+2. On the refresh interval, discovers the tables of the configured catalogs whose
+   ``self-optimizing.enabled`` is true and whose ``self-optimizing.group`` is this group
+   (loading only the tables whose metadata moved), and records them.
+3. For every table with something to do whose lease it can take, in the group's policy order:
+
+   * commits a finished process, or ends a failed one (:mod:`.bookkeeping`);
+   * or plans a table that is due, or that received a commit since it was last evaluated.
+     Planning runs on ``max-planning-parallelism`` threads, and one round plans up to
+     ``max-input-file-size-per-thread`` x threads of input;
+   * or runs the table's maintenance when ``maintenance-interval`` is due.
+
+A table with nothing due is evaluated again on the next refresh, unless it is *settled*
+(:func:`~mixed_iceberg.optimizer.work.settled`: no trigger interval running out can make it
+due, only a commit can): then it is evaluated again when it receives a commit, and otherwise
+only once within one to two hours (:data:`SETTLED_RECHECK_MS`). An idle table costs a round
+no load and no evaluation.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import zlib
+from collections.abc import Callable, Collection
+from concurrent.futures import ThreadPoolExecutor
+
+from mixed_iceberg.exceptions import CorruptTableError, TableBusyError
+from mixed_iceberg.optimizer.bookkeeping import Bookkeeping
+from mixed_iceberg.optimizer.context import OptimizerContext
+from mixed_iceberg.optimizer.discovery import Discovery, Served
+from mixed_iceberg.optimizer.scheduling import TableLoad, table_order
+from mixed_iceberg.optimizer.sysdb.database import ProcessStatus, TableRuntime, TableStatus, now_ms
+from mixed_iceberg.optimizer.work import plan_process, settled
+from mixed_iceberg.table import MixedTable
+
+__all__ = ["POLL_INTERVAL_S", "SETTLED_RECHECK_MS", "Coordinator"]
+
+log = logging.getLogger(__name__)
+
+#: How often the coordinator looks for commits to its tables (at most the refresh interval).
+POLL_INTERVAL_S = 0.5
+#: A settled table is evaluated again after this, up to twice this (spread by table id), if no
+#: commit made it due before: a safety net, as every commit moves its metadata.
+SETTLED_RECHECK_MS = 3_600_000
+
+
+class Coordinator:
+    """The coordinator of one optimizer.
+
+    Args:
+        context: the optimizer.
+        discovery: the group's discovery.
+        bookkeeping: records what becomes of processes and tables.
+        tasks_planned: called when a round planned tasks (wakes idle executors).
+    """
+
+    def __init__(
+        self,
+        context: OptimizerContext,
+        discovery: Discovery,
+        bookkeeping: Bookkeeping,
+        tasks_planned: Callable[[], None],
+    ) -> None:
+        self.context = context
+        self.discovery = discovery
+        self.bookkeeping = bookkeeping
+        self._tasks_planned = tasks_planned
+        self.wake = threading.Event()  # a task finished, or the optimizer stops
+        self._changed: set[str] = set()  # served tables with commits not yet evaluated
+        self._deferred: dict[str, int] = {}  # tables this optimizer deferred, to when (min-plan-interval)
+
+    def loop(self) -> None:
+        """Rounds on every refresh interval (discovering tables), when a task finishes, when a
+        table's ``min-plan-interval`` runs out (a due table waits for no refresh round) and
+        when a poll finds a commit to a table of the group."""
+        props = self.context.group.properties
+        stop = self.context.stop
+        refresh = props.refresh_interval_ms / 1000
+        poll = min(POLL_INTERVAL_S, refresh)
+        discovered = polled = -refresh
+        next_due_ms: int | None = None
+        with ThreadPoolExecutor(max_workers=props.planning_parallelism, thread_name_prefix="optimizer-planner") as planners:
+            while not stop.is_set():
+                woken = self.wake.is_set()
+                self.wake.clear()
+                discover = time.monotonic() - discovered >= refresh
+                if discover:
+                    discovered = polled = time.monotonic()
+                moved = False
+                if not discover and time.monotonic() - polled >= poll:
+                    polled = time.monotonic()
+                    moved = self.poll()
+                due = next_due_ms is not None and next_due_ms <= now_ms()
+                if discover or woken or due:
+                    next_due_ms = self.coordinate(planners, discover=discover)
+                elif moved:  # a round over the tables with new commits alone
+                    found_due_ms = self.coordinate(planners, discover=False, only=set(self._changed))
+                    next_due_ms = min((d for d in (next_due_ms, found_due_ms) if d is not None), default=None)
+                until_refresh = discovered + refresh - time.monotonic()
+                until_poll = polled + poll - time.monotonic()
+                until_due = (next_due_ms - now_ms()) / 1000 if next_due_ms is not None else until_refresh
+                self.wake.wait(max(0.0, min(until_refresh, until_poll, until_due)))
+
+    def discover(self) -> list[Served]:
+        """The configured catalogs' tables that this group serves now (damaged ones included,
+        see :mod:`mixed_iceberg.optimizer.service`); only those whose metadata moved are loaded."""
+        found = self.discovery.round()
+        self._changed |= found.moved
+        return found.served
+
+    def poll(self) -> bool:
+        """Look for commits and group changes in the catalogs that list metadata locations;
+        whether a table moved, joined or left."""
+        found = self.discovery.round(poll=True)
+        self._changed |= found.moved
+        if found.regrouped:
+            self._record(found.served)
+        return bool(found.moved) or found.regrouped
+
+    def _record(self, served: list[Served]) -> None:
+        self.context.db.sync_tables(self.context.group.name, [(s.table_id, s.catalog, s.name, s.quota) for s in served])
+
+    def coordinate(
+        self, planners: ThreadPoolExecutor | None = None, *, discover: bool = True, only: Collection[str] | None = None
+    ) -> int | None:
+        """One round (see the module docstring); when the next table falls due (epoch ms; None:
+        none waits for a time). ``discover``: look for the group's tables first (without, the
+        tables recorded in the system database are served). ``only``: a round over these
+        tables alone (those a poll found with new commits), without maintenance."""
+        ctx = self.context
+        db, props = ctx.db, ctx.group.properties
+        db.reset_expired(
+            ctx.group.name,
+            heartbeat_timeout_ms=props.heartbeat_timeout_ms,
+            ack_timeout_ms=props.task_ack_timeout_ms,
+        )
+        if discover:
+            self._record(self.discover())
+        now = now_ms()
+        tables = self._runtimes(only)
+        if only is None:
+            served = {t.table_id for t in tables}
+            self._changed &= served
+            for table_id in [t for t, due in self._deferred.items() if due <= now or t not in served]:
+                del self._deferred[table_id]
+        # Only the tables with something to do are ordered: the policies order tables one by one.
+        runtimes = {t.table_id: t for t in tables if t.process_id is not None or t.next_plan_ms <= now or self._wants_plan(t)}
+        threads = db.group_threads(ctx.group.name, props.heartbeat_timeout_ms)
+        loads = [TableLoad(t.table_id, t.quota, 0, 0, t.last_optimized_ms, True) for t in runtimes.values()]
+        order = [load.table_id for load in table_order(props.policy, loads, window_ms=props.quota_look_back_ms, threads=threads)]
+        budget = props.max_input_per_thread * threads
+        to_plan: list[TableRuntime] = []
+        for table_id in order:
+            runtime = runtimes[table_id]
+            if runtime.process_id is not None:
+                self._changed.discard(table_id)  # its commit is seen when the process ends
+                if self.bookkeeping.advance(runtime) is ProcessStatus.SUCCESS:
+                    # Planned again in this round: the table's next change waits no refresh interval.
+                    refreshed = db.table(table_id)
+                    if refreshed is not None and refreshed.process_id is None:
+                        to_plan.append(refreshed)
+            else:
+                to_plan.append(runtime)
+        planned_bytes = 0
+        jobs = []
+        for runtime in to_plan:
+            if planned_bytes >= budget or ctx.stop.is_set():
+                break
+            if not db.claim_table(runtime.table_id, ctx.optimizer_id, ctx.lease()):
+                continue
+            if planners is None:
+                planned_bytes += self._plan(runtime)
+            else:
+                jobs.append(planners.submit(self._plan, runtime))
+        for job in jobs:
+            planned_bytes += job.result()
+        if only is None:
+            self._maintain()
+        if runtimes:  # read again: what this round planned, committed or failed waits until a new time
+            tables = self._runtimes(only)
+        waiting = [t.next_plan_ms for t in tables if t.process_id is None and t.next_plan_ms > now_ms()]
+        return min(waiting, default=None)
+
+    def _runtimes(self, only: Collection[str] | None) -> list[TableRuntime]:
+        """The group's tables as the system database has them (``only`` those of these ids)."""
+        db, group = self.context.db, self.context.group.name
+        if only is None:
+            return db.tables(group)
+        found = (db.table(table_id) for table_id in sorted(only))
+        return [t for t in found if t is not None and t.group_name == group]
+
+    def _wants_plan(self, runtime: TableRuntime) -> bool:
+        """An idle table that received a commit since it was last evaluated, unless this
+        optimizer deferred it (``min-plan-interval``): planned at that time, with the commit."""
+        if runtime.table_id not in self._changed:
+            return False
+        if runtime.status is not TableStatus.IDLE or runtime.table_id in self._deferred:
+            self._changed.discard(runtime.table_id)  # failed: its back-off holds; deferred: planned when due
+            return False
+        return True
+
+    def _plan(self, runtime: TableRuntime) -> int:
+        """Plan one claimed table; the input bytes planned (0: nothing due, or an error recorded)."""
+        ctx = self.context
+        db = ctx.db
+        self._changed.discard(runtime.table_id)  # evaluated now, with every commit so far
+        self._deferred.pop(runtime.table_id, None)
+        if not db.begin_planning(runtime.table_id, ctx.optimizer_id):
+            # Read before another optimizer's process began: that process is not ours to touch.
+            db.release_table(runtime.table_id, ctx.optimizer_id)
+            return 0
+        try:
+            table = ctx.tables.table(runtime.catalog, runtime.table_name)
+            planned = plan_process(table, db, table_id=runtime.table_id, group=ctx.group.name, optimizer_id=ctx.optimizer_id)
+        except TableBusyError as exc:  # another optimizer's process is in flight: it is not ours to touch
+            log.info("%s", exc)
+            db.release_table(runtime.table_id, ctx.optimizer_id)
+            return 0
+        except Exception as exc:
+            log.warning("%s: planning failed: %s", runtime.table_id, exc)
+            self.bookkeeping.fail_table(runtime, f"planning failed: {type(exc).__name__}: {exc}")
+            return 0
+        if not isinstance(planned, int):
+            # Held back by min-plan-interval: planned the moment it runs out. Nothing due:
+            # evaluated again on the next refresh, or, settled, when a commit arrives.
+            if planned is not None:
+                due = self._deferred[runtime.table_id] = planned.due_ms
+            else:
+                due = self._idle_until(runtime.table_id, table)
+            db.defer_table(runtime.table_id, ctx.optimizer_id, next_plan_ms=due)
+            return 0
+        process = db.process(planned)
+        self._tasks_planned()
+        return process.bytes_in if process is not None else 0
+
+    def _idle_until(self, table_id: str, table: MixedTable) -> int:
+        """When a table with nothing due is evaluated again if no commit comes first."""
+        try:
+            waits_for_a_commit = settled(table)
+        except Exception as exc:  # its damage shows at its next plan
+            log.info("%s: evaluated again on the next refresh: %s", table_id, exc)
+            waits_for_a_commit = False
+        if not waits_for_a_commit:
+            return now_ms() + self.context.group.properties.refresh_interval_ms
+        return now_ms() + SETTLED_RECHECK_MS + zlib.crc32(table_id.encode()) % SETTLED_RECHECK_MS
+
+    def _maintain(self) -> None:
+        """Maintenance of the tables due for it that have no process in flight (read afresh)."""
+        ctx = self.context
+        db = ctx.db
+        interval = ctx.group.properties.maintenance_interval_ms
+        if interval <= 0:
+            return
+        for runtime in db.tables(ctx.group.name):
+            if ctx.stop.is_set() or runtime.process_id is not None:
+                continue
+            if runtime.last_maintenance_ms is not None and now_ms() - runtime.last_maintenance_ms < interval:
+                continue
+            if not db.claim_table(runtime.table_id, ctx.optimizer_id, ctx.lease()):
+                continue
+            error = None
+            damaged = False
+            try:
+                ctx.tables.table(runtime.catalog, runtime.table_name).maintenance.run()
+            except Exception as exc:
+                error, damaged = f"{type(exc).__name__}: {exc}", isinstance(exc, CorruptTableError)
+                log.warning("%s: maintenance failed: %s", runtime.table_id, error)
+            db.record_maintenance(runtime.table_id, error=error)
+            if damaged and runtime.status is not TableStatus.FAILED:  # a table failed already keeps its back-off
+                self.bookkeeping.fail_table(runtime, f"maintenance failed: {error}")  # releases the table
+            else:
+                db.release_table(runtime.table_id, ctx.optimizer_id)
