@@ -32,8 +32,8 @@ from mixed_iceberg.changestore.batch import ACTION_COLUMN
 from mixed_iceberg.changestore.transaction import ChangeTransaction
 from mixed_iceberg.exceptions import MissingKeyError
 from mixed_iceberg.format import WriterIdentity
-from mixed_iceberg.merge.engines import merge_by_engine
-from mixed_iceberg.merge.latest import LSN, key_codes
+from mixed_iceberg.merge.group import Tail, merge_group
+from mixed_iceberg.merge.latest import LSN
 from mixed_iceberg.schema import arrow_schema, conform
 from mixed_iceberg.store.commit import CommitOutcome, Stager, commit_files, last_committed_sequence
 from mixed_iceberg.store.manifests.live_files import live_files
@@ -189,19 +189,9 @@ def _commit(
 def _one_per_key(table: TableHandle, rows: pa.Table) -> pa.Table:
     """One row per key: the batch read as +I rows in order, merged by the table's merge engine
     (by default the last row of a repeated key, input order kept)."""
-    config = table.merge_config
-    if not config.is_default:
-        offsets = np.arange(1, rows.num_rows + 1, dtype=np.int64)
-        inserts = rows.append_column(LSN, pa.array(offsets))
-        empty = rows.slice(0, 0).append_column(LSN, pa.array([], pa.int64()))
-        _, merged = merge_by_engine(config, table.primary_key, [], inserts, empty, LSN)
-        return merged.select(rows.column_names)
-    codes, count = key_codes([rows.column(k) for k in table.primary_key])
-    if count == rows.num_rows:
-        return rows
-    last = np.full(count, -1, dtype=np.int64)
-    np.maximum.at(last, codes, np.arange(rows.num_rows, dtype=np.int64))
-    return rows.take(pa.array(np.sort(last)))
+    inserts = rows.append_column(LSN, pa.array(np.arange(1, rows.num_rows + 1, dtype=np.int64)))
+    merged = merge_group(table.merge_config, table.primary_key, [], Tail(inserts, inserts.slice(0, 0)))
+    return merged.table().select(rows.column_names)
 
 
 def _already_committed(table: TableHandle, commit_id: CommitId) -> bool:

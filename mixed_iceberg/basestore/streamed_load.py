@@ -27,7 +27,9 @@ from pyiceberg.typedef import Record
 
 from mixed_iceberg.exceptions import MissingKeyError, RepeatedKeyError
 from mixed_iceberg.format import DataTreeNode, WriterIdentity
-from mixed_iceberg.merge.latest import key_codes
+from mixed_iceberg.merge.group import Tail, merge_group
+from mixed_iceberg.merge.latest import LSN
+from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.schema import arrow_schema, conform
 from mixed_iceberg.store.write.data_file import data_location
 from mixed_iceberg.store.write.layout import RowGroup, split_rows
@@ -37,6 +39,8 @@ from mixed_iceberg.typedef import DataFileType
 
 __all__ = ["StreamedFiles", "write_stream"]
 
+#: A row's place in the input, carried through routing and the merge.
+_ARRIVAL = "__arrival"
 #: Target files of rows buffered at most before the largest buffer is written early.
 BUFFER_FILES = 8
 
@@ -134,12 +138,12 @@ def write_stream(
             rows = _checked(batch, target, primary_key, table)
             arrival = np.arange(arrived, arrived + rows.num_rows, dtype=np.int64)
             arrived += rows.num_rows
-            numbered = rows.append_column("__arrival", pa.array(arrival))
+            numbered = rows.append_column(_ARRIVAL, pa.array(arrival))
             for group in split_rows(store, numbered, primary_key, buckets):
                 key = (group.partition_path, group.node.id)
                 buffer = buffers.setdefault(key, _Buffer(group.partition, group.partition_path, group.node))
-                buffer.tables.append(group.rows.drop_columns(["__arrival"]))
-                buffer.arrivals.append(group.rows.column("__arrival").to_numpy())
+                buffer.tables.append(group.rows.drop_columns([_ARRIVAL]))
+                buffer.arrivals.append(group.rows.column(_ARRIVAL).to_numpy())
                 buffer.nbytes += group.rows.nbytes
                 if buffer.nbytes >= target_bytes:
                     flush(key)
@@ -164,17 +168,19 @@ def _supersede(
     """Position deletes for every row whose key arrives again later (keys only, vectorized)."""
     keys = pa.concat_tables(written.keys)
     arrivals = np.concatenate(written.arrivals)
-    codes, groups = key_codes([keys.column(i) for i in range(keys.num_columns)])
-    if groups == len(codes):
+    # The rows read as +I rows in arrival order: the merge keeps each key's last one.
+    inserts = keys.append_column(_ARRIVAL, pa.array(arrivals)).append_column(LSN, pa.array(arrivals))
+    merged = merge_group(MergeConfig(), keys.column_names, [], Tail(inserts, inserts.slice(0, 0)))
+    is_last = np.zeros(int(arrivals.max()) + 1, dtype=bool)
+    is_last[merged.table().column(_ARRIVAL).to_numpy()] = True
+    superseded = ~is_last[arrivals]
+    if not superseded.any():
         return []
     if not replaces_by_key:
         raise RepeatedKeyError(
-            f"{table}: a streamed bulk load repeats {len(codes) - groups} key(s), and the table's merge engine combines a "
-            "key's rows rather than keeping the last; load it as one pyarrow Table, or without repeated keys"
+            f"{table}: a streamed bulk load repeats {int(superseded.sum())} key(s), and the table's merge engine combines "
+            "a key's rows rather than keeping the last; load it as one pyarrow Table, or without repeated keys"
         )
-    last = np.full(groups, -1, dtype=np.int64)
-    np.maximum.at(last, codes, arrivals)
-    superseded = arrivals != last[codes]
     sizes = [len(a) for a in written.arrivals]
     bounds = np.cumsum([0, *sizes])
     deletes = []

@@ -26,10 +26,9 @@ import pyarrow.compute as pc
 
 from mixed_iceberg.config.merge import MergeConfig, MergeEngine
 from mixed_iceberg.merge.aggregates import aggregate
-from mixed_iceberg.merge.latest import KeyIndex
 from mixed_iceberg.merge.segments import last_where, next_where, segmented_scan, take_or_null
 
-__all__ = ["ScannedStates", "merge_by_engine", "scan_states"]
+__all__ = ["ScannedStates", "scan_states"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,51 +163,3 @@ def scan_states(
         at = last_where(valid, segment)
         columns.append(take_or_null(column, at))
     return ScannedStates(order, code, pa.Table.from_arrays(columns, schema=rows.schema), exists, last)
-
-
-def merge_by_engine(
-    config: MergeConfig, keys: Sequence[str], settled: Sequence[pa.Table], inserts: pa.Table, deletes: pa.Table, lsn: str
-) -> tuple[list[npt.NDArray[np.bool_]], pa.Table]:
-    """Merge the tail (``inserts``, ``deletes``) into ``settled`` rows (each table carries an
-    LSN column named ``lsn``; deletes may carry only the key). Pure.
-
-    Returns, per settled table, the mask of rows whose key the tail does not touch (kept as they
-    are), and the merged rows of the touched keys that exist (the inserts' columns, LSN dropped).
-    """
-    columns = [c for c in inserts.column_names if c != lsn]
-    tail = pa.concat_tables([inserts.select(columns), _padded(deletes, inserts.select(columns).schema)])
-    n_tail = tail.num_rows
-    if n_tail == 0:
-        return [np.ones(t.num_rows, dtype=bool) for t in settled], tail
-    index = KeyIndex([tail.column(k) for k in keys])
-    masks, picked, picked_codes = [], [], []
-    for table in settled:
-        own = index.lookup([table.column(k) for k in keys]) if table.num_rows else np.empty(0, np.int64)
-        touched = own >= 0
-        masks.append(~touched)
-        picked.append(np.flatnonzero(touched))
-        picked_codes.append(own[touched])
-    rows = pa.concat_tables([*(t.take(pa.array(p)).select(columns) for t, p in zip(settled, picked, strict=True)), tail])
-    n_base = sum(len(p) for p in picked)
-    scanned = scan_states(
-        config,
-        rows,
-        keys,
-        np.concatenate([*picked_codes, index.codes]),
-        np.concatenate(
-            [
-                *(t.column(lsn).to_numpy()[p] for t, p in zip(settled, picked, strict=True)),
-                inserts.column(lsn).to_numpy(),
-                deletes.column(lsn).to_numpy(),
-            ]
-        ),
-        np.concatenate([np.ones(n_base + inserts.num_rows, bool), np.zeros(deletes.num_rows, bool)]),
-        np.concatenate([np.ones(n_base, bool), np.zeros(n_tail, bool)]),
-    )
-    return masks, scanned.states.filter(pa.array(scanned.last & scanned.exists))
-
-
-def _padded(rows: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``rows`` with the columns of ``schema`` they lack, as nulls (a delete read by key only)."""
-    arrays = [rows.column(f.name) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type) for f in schema]
-    return pa.Table.from_arrays(arrays, schema=schema)

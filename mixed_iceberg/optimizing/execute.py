@@ -25,11 +25,10 @@ from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask, Table
 
-from mixed_iceberg.config.merge import MergeConfig
 from mixed_iceberg.exceptions import CorruptTableError
 from mixed_iceberg.format import DataTreeNode, WriterIdentity, parse_change
-from mixed_iceberg.merge.engines import merge_by_engine
-from mixed_iceberg.merge.latest import LSN, KeyedRows, keep_rows, latest_by_key
+from mixed_iceberg.merge.group import Settled, Tail, delete_columns, merge_group, needs_whole_rows
+from mixed_iceberg.merge.latest import LSN
 from mixed_iceberg.optimizing.collect import CollectedTable
 from mixed_iceberg.optimizing.key_index import IndexedFile, probe_hashes
 from mixed_iceberg.optimizing.key_index_store import remember_index, segment_index
@@ -225,12 +224,17 @@ def _indexed_rows(
     segments: Sequence[BaseFile],
     keys: list[str],
     dead_masks: Mapping[str, npt.NDArray[np.bool_]],
-    tail: Sequence[KeyedRows],
+    tails: Sequence[Tail],
 ) -> tuple[pa.Table, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """:func:`_alive_rows` of ``keys``, narrowed to the rows whose key hash the ``tail`` holds,
+    """:func:`_alive_rows` of ``keys``, narrowed to the rows whose key hash one of ``tails`` holds,
     found through each segment's key index: the work follows the tail, not the segments. The
     rows left out hold no tail key, so the merge would keep them anyway."""
-    probe = np.unique(np.concatenate([probe_hashes(t.keys) for t in tail if len(t)] or [np.empty(0, np.int32)]))
+    probe = np.unique(
+        np.concatenate(
+            [probe_hashes([t.column(k) for k in keys]) for tail in tails for t in (tail.inserts, tail.deletes) if t.num_rows]
+            or [np.empty(0, np.int32)]
+        )
+    )
     # A file of tree node (mask, index) holds only keys whose hash & mask == index: it is probed
     # for those alone (a quarter of the change with four buckets).
     by_node: dict[tuple[int, int], npt.NDArray[np.int32]] = {}
@@ -250,41 +254,14 @@ def _indexed_rows(
     return pa.concat_tables(found).append_column(LSN, pa.array(lsn)), np.concatenate(positions), counts
 
 
-def _merge_by_engine(
-    table: TableHandle,
-    collected: CollectedTable,
-    config: MergeConfig,
-    data: pa.Table,
-    inserts: pa.Table,
-    deletes: pa.Table,
-    segments: Sequence[BaseFile],
-    dead_masks: Mapping[str, npt.NDArray[np.bool_]],
-) -> tuple[pa.Table, list[npt.NDArray[np.int64]]]:
-    """Rows to write and per-segment positions to delete under a merge engine other than plain
-    deduplication: a touched key's merged row is written anew, so every segment row of a touched
-    key is retired."""
-    keys = list(table.primary_key)
-    columns = [c for c in data.column_names if c != LSN]
-    settled = [data]
-    alive = np.empty(0, np.int64)
-    counts = np.zeros(0, np.int64)
-    if segments:
-        schema = table.schema().select(*columns)
-        rows, alive, counts = _alive_whole_rows(table.base_store, collected, segments, schema, dead_masks)
-        settled.append(rows)
-    masks, merged = merge_by_engine(config, keys, settled, inserts.select(data.column_names), deletes, LSN)
-    survivors = pa.concat_tables([keep_rows(data, masks[0]).drop_columns([LSN]), merged.select(columns)])
-    kills = _per_segment(alive[~masks[1]], counts) if segments else []
-    return survivors, kills
-
-
-def _markers(io: FileIO, schema: Schema, refs: Sequence[ChangeFileRef], keys: list[str]) -> list[KeyedRows]:
+def _markers(io: FileIO, schema: Schema, refs: Sequence[ChangeFileRef], keys: list[str]) -> Tail:
     """Keys and LSNs of the rows of ``refs`` (data rows of ``I`` files, deletes of ``ED`` files)."""
-    markers = []
-    for is_data in (True, False):
-        rows = read_change_rows(io, schema, [r for r in refs if r.is_delete != is_data], keys, AlwaysTrue())
-        markers.append(KeyedRows.of([rows.column(k) for k in keys], rows.column(LSN).to_numpy(), is_data))
-    return markers
+    return Tail(
+        *(
+            read_change_rows(io, schema, [r for r in refs if r.is_delete != is_data], keys, AlwaysTrue())
+            for is_data in (True, False)
+        )
+    )
 
 
 def _per_segment(positions: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]) -> list[npt.NDArray[np.int64]]:
@@ -340,49 +317,37 @@ def execute_task(
         rewrite = _grouped_by_node(task.rewrite)
         scans = [_scan_task(collected, f) for f in rewrite]
         data = read_base_rows(base, scans, [f.transaction_id for f in rewrite], schema, AlwaysTrue())
-        inserts = deletes = None
         config = table.merge_config
         if table.change_store is not None and refs:
             io = table.change_store.io
             history = table.change_store.metadata.schemas
-            inserts = read_change_rows(
-                io, schema, [r for r in refs if not r.is_delete], top_level_names(schema), AlwaysTrue(), schemas=history
-            )
-            # Deletes carry their values only where the engine takes them back (aggregation),
-            # and their sequence.field value where that orders them.
-            sequence = [config.sequence_field] if config.sequence_field else []
-            wanted = top_level_names(schema) if config.needs_delete_values else [*keys, *sequence]
+            columns = top_level_names(schema)
+            inserts = read_change_rows(io, schema, [r for r in refs if not r.is_delete], columns, AlwaysTrue(), schemas=history)
+            wanted = delete_columns(config, keys, columns)
             deletes = read_change_rows(io, schema, [r for r in refs if r.is_delete], wanted, AlwaysTrue(), schemas=history)
-        if inserts is not None and deletes is not None and not config.is_default:
             output.rows_in = data.num_rows + inserts.num_rows + deletes.num_rows
-            merged, kills = _merge_by_engine(table, collected, config, data, inserts, deletes, segments, dead_masks)
-            survivors = [merged]
-        elif inserts is not None and deletes is not None:
-            output.rows_in = data.num_rows + inserts.num_rows + deletes.num_rows
-            settled = [KeyedRows.of([data.column(k) for k in keys], data.column(LSN).to_numpy(), True)]
-            tail = [
-                KeyedRows.of([inserts.column(k) for k in keys], inserts.column(LSN).to_numpy(), True),
-                KeyedRows.of([deletes.column(k) for k in keys], deletes.column(LSN).to_numpy(), False),
-                *_markers(io, schema, _change_refs(competitors), keys),
-            ]
+            tail = Tail(inserts, deletes)
+            competing = _markers(io, schema, _change_refs(competitors), keys) if competitors else None
+            settled = [Settled(data.drop_columns([LSN]), data.column(LSN).to_numpy())]
             alive = np.empty(0, np.int64)
             counts = np.zeros(0, np.int64)
             if segments:
-                # Segment rows of the tail's keys compete too: a newer change row retires them.
-                if table.config.optimizing.key_index:
-                    found, alive, counts = _indexed_rows(base, segments, keys, dead_masks, tail)
+                # Segment rows of the tail's keys compete too: a newer change row retires them;
+                # under a merge engine every one of a tail key is folded into its new row.
+                if needs_whole_rows(config):
+                    found, alive, counts = _alive_whole_rows(base, collected, segments, schema, dead_masks)
+                elif table.config.optimizing.key_index:
+                    probed = [tail, *([competing] if competing is not None else [])]
+                    found, alive, counts = _indexed_rows(base, segments, keys, dead_masks, probed)
                 else:
                     found, alive, counts = _alive_rows(base, segments, keys, dead_masks)
-                settled.append(KeyedRows.of([found.column(k) for k in keys], found.column(LSN).to_numpy(), True))
-            (data_keep, *segment_keep), (insert_keep, _, *_) = latest_by_key(settled, tail)
+                settled.append(Settled(found.drop_columns([LSN]), found.column(LSN).to_numpy(), emit=False))
+            merged = merge_group(config, keys, settled, tail, competing=competing)
             if segments:
-                kills = _per_segment(alive[~segment_keep[0]], counts)
+                kills = _per_segment(alive[~merged.settled[1]], counts)
             # Kept apart: the layout groups each by node (a rewritten segment is one node's rows,
             # sliced, not copied) and joins them per node, as if concatenated.
-            survivors = [
-                keep_rows(data, data_keep).drop_columns([LSN]),
-                keep_rows(inserts.select(data.column_names), insert_keep).drop_columns([LSN]),
-            ]
+            survivors = [part.select(columns) for part in merged.rows]
         else:
             output.rows_in = data.num_rows
             survivors = [data.drop_columns([LSN])]

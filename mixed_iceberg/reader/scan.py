@@ -27,11 +27,10 @@ from pyiceberg.table.snapshots import Snapshot
 from mixed_iceberg._pyiceberg.arrow_filters import arrow_filter
 from mixed_iceberg._pyiceberg.scan import ScanEvaluators
 from mixed_iceberg.basestore.optimized_sequence import merged_through, read_optimized_sequence
-from mixed_iceberg.config.merge import MergeConfig
 from mixed_iceberg.exceptions import InvalidScanError, NoSuchSnapshotError, SnapshotExpiredError
 from mixed_iceberg.format import parse_base
-from mixed_iceberg.merge.engines import merge_by_engine
-from mixed_iceberg.merge.latest import LSN, KeyedRows, keep_rows, latest_by_key
+from mixed_iceberg.merge.group import Settled, Tail, delete_columns, merge_group, needs_whole_rows
+from mixed_iceberg.merge.latest import LSN, keep_rows
 from mixed_iceberg.reader.file_reads import read_positional
 from mixed_iceberg.reader.filters import split_filter
 from mixed_iceberg.reader.groups import BaseFileInfo, ChangeFileInfo, FileGroup, group_files, keys_stay_in_partition
@@ -358,78 +357,50 @@ class MixedScan:
                 case_sensitive=self.case_sensitive,
             ).select(output)
         change = table.change_store
-        tasks = self._base_tasks(self.filter.full, group)
-        transaction_ids = [parse_base(t.file.file_path).transaction_id for t in tasks]
-        projected = schema.select(*needed, case_sensitive=self.case_sensitive)
         refs = self._change_refs(group) if self.change_snapshot is not None else []
         if not refs:
+            tasks = self._base_tasks(self.filter.full, group)
+            transaction_ids = [parse_base(t.file.file_path).transaction_id for t in tasks]
+            projected = schema.select(*needed, case_sensitive=self.case_sensitive)
             return read_base_rows(base, tasks, transaction_ids, projected, self.filter.full, tagged=False).select(output)
         config = table.merge_config
-        if not config.is_default:
-            return self._merged_by_engine(config, refs, output, needed, group)
         # The tail: every visible change row of the keys the key predicates admit. Value
-        # predicates may not prune it (a newer row that fails them still hides an older one).
+        # predicates may not prune it (a newer row that fails them still hides an older one),
+        # nor the BaseStore's rows where a key's merged row depends on all its rows.
+        whole = needs_whole_rows(config)
+        sequence = [config.sequence_field] if config.sequence_field else []
+        columns = [n for n in top_level_names(schema) if n in {*needed, *sequence, *self._filter_only(needed)}]
+        base_columns = columns if whole else needed
+        base_filter = self.filter.keys if whole else self.filter.full
+        tasks = self._base_tasks(base_filter, group)
+        transaction_ids = [parse_base(t.file.file_path).transaction_id for t in tasks]
+        projected = schema.select(*base_columns, case_sensitive=self.case_sensitive)
+        history = change.metadata.schemas
         inserts = read_change_rows(
+            change.io, schema, [r for r in refs if not r.is_delete], columns, self.filter.keys, schemas=history
+        )
+        deletes = read_change_rows(
             change.io,
             schema,
-            [r for r in refs if not r.is_delete],
-            [*needed, *self._filter_only(needed)],
+            [r for r in refs if r.is_delete],
+            delete_columns(config, keys, columns),
             self.filter.keys,
-            schemas=change.metadata.schemas,
+            schemas=history,
         )
-        deletes = read_change_rows(change.io, schema, [r for r in refs if r.is_delete], keys, self.filter.keys)
         if is_maskable(tasks):
-            data, keep, lsn = read_base_keyed(base, tasks, transaction_ids, projected, self.filter.full)
+            data, live, lsn = read_base_keyed(base, tasks, transaction_ids, projected, base_filter)
         else:
-            data, keep = read_base_rows(base, tasks, transaction_ids, projected, self.filter.full), None
-            lsn = data.column(LSN).to_numpy()
-        settled = KeyedRows.of([data.column(k) for k in keys], lsn, True, live=keep)
-        conflicts = self._conflicting_base(refs, keys, group)
-        settled_keep, (insert_keep, _) = latest_by_key(
-            [*conflicts, settled],
-            [
-                KeyedRows.of([inserts.column(k) for k in keys], inserts.column(LSN).to_numpy(), True),
-                KeyedRows.of([deletes.column(k) for k in keys], deletes.column(LSN).to_numpy(), False),
-            ],
-        )
-        base_keep = settled_keep[-1]
-        insert_keep &= self._matches(inserts, schema)
-        merged = [keep_rows(data.select(needed), base_keep), keep_rows(inserts.select(needed), insert_keep)]
-        return pa.concat_tables(merged, promote_options="permissive").select(output)
-
-    def _merged_by_engine(
-        self,
-        config: MergeConfig,
-        refs: Sequence[ChangeFileRef],
-        output: list[str],
-        needed: list[str],
-        group: FileGroup | None = None,
-    ) -> pa.Table:
-        """The merged view under a merge engine other than plain deduplication: a key's result
-        may depend on all its rows, so every row of the keys the key predicates admit is read,
-        and value predicates apply to the merged rows."""
-        table = self.table
-        schema = table.schema()
-        keys = list(table.primary_key)
-        change = table.change_store
-        assert change is not None
-        extra = [config.sequence_field] if config.sequence_field and config.sequence_field not in needed else []
-        columns = [n for n in top_level_names(schema) if n in {*needed, *extra, *self._filter_only(needed)}]
-        tasks = self._base_tasks(self.filter.keys, group)
-        transaction_ids = [parse_base(t.file.file_path).transaction_id for t in tasks]
-        projected = schema.select(*columns, case_sensitive=self.case_sensitive)
-        data = read_base_rows(table.base_store, tasks, transaction_ids, projected, self.filter.keys)
-        inserts = read_change_rows(
-            change.io, schema, [r for r in refs if not r.is_delete], columns, self.filter.keys, schemas=change.metadata.schemas
-        )
-        sequence = [config.sequence_field] if config.sequence_field else []
-        delete_columns = columns if config.needs_delete_values else list(dict.fromkeys([*keys, *sequence]))
-        deletes = read_change_rows(
-            change.io, schema, [r for r in refs if r.is_delete], delete_columns, self.filter.keys, schemas=change.metadata.schemas
-        )
-        (untouched,), merged = merge_by_engine(config, keys, [data.select([*columns, LSN])], inserts, deletes, LSN)
-        rows = pa.concat_tables([keep_rows(data.select(columns), untouched), merged.select(columns)])
-        return keep_rows(rows, self._matches(rows, schema)).select(output)
+            tagged = read_base_rows(base, tasks, transaction_ids, projected, base_filter)
+            data, live, lsn = tagged.drop_columns([LSN]), None, tagged.column(LSN).to_numpy()
+        # Read by the value filter, the BaseStore may leave out a newer row that hides a change row.
+        conflicts = [] if whole else self._conflicting_base(refs, keys, group)
+        settled = [*conflicts, Settled(data.select(base_columns), lsn, live)]
+        merged = merge_group(config, keys, settled, Tail(inserts, deletes))
+        # The value filter has judged the BaseStore rows read by it, not the tail's rows (nor,
+        # under a merge engine, any merged row).
+        judged, unjudged = ([], merged.rows) if whole else (merged.rows[:-1], merged.rows[-1:])
+        rows = [*judged, *(keep_rows(part, self._matches(part, schema)) for part in unjudged)]
+        return pa.concat_tables([part.select(output) for part in rows], promote_options="permissive")
 
     def _base_tasks(self, row_filter: BooleanExpression, group: FileGroup | None = None) -> list[FileScanTask]:
         """BaseStore tasks that ``row_filter`` may match (planned once per scan), of ``group`` only when given."""
@@ -463,9 +434,7 @@ class MixedScan:
         matched: npt.NDArray[np.bool_] = pc.fill_null(match, False).to_numpy(zero_copy_only=False)
         return matched
 
-    def _conflicting_base(
-        self, refs: Sequence[ChangeFileRef], keys: list[str], group: FileGroup | None = None
-    ) -> list[KeyedRows]:
+    def _conflicting_base(self, refs: Sequence[ChangeFileRef], keys: list[str], group: FileGroup | None = None) -> list[Settled]:
         """Keys of base rows that may be newer than tail rows (a base file whose transaction id
         is not below the tail's), whatever the value filter: such a row hides an older change
         row even when the filter drops it. Written only by engines that load the BaseStore
@@ -486,7 +455,7 @@ class MixedScan:
         schema = self.table.schema().select(*keys, case_sensitive=self.case_sensitive)
         rows, counts = read_positional(self.table.base_store, candidates, schema)
         lsn = np.repeat(base_lsn([parse_base(t.file.file_path).transaction_id for t in candidates]), counts)
-        return [KeyedRows.of([rows.column(k) for k in keys], lsn, True)]
+        return [Settled(rows.select(keys), lsn, emit=False)]
 
     def _admits_change_file(self) -> Callable[[DataFile], bool] | None:
         """Whether a change file's partition and key metrics may match the key predicates."""
