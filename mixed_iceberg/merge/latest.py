@@ -260,12 +260,16 @@ def latest_by_key(
         else:
             settled_codes = index.lookup(keys)
     in_tail = (settled_codes >= 0) & settled_live
+    tail_data = np.concatenate([t.is_data for t in tail])
+    if tail_groups == n_tail and not in_tail.any():
+        # Every tail key once, and no live settled row of it (new keys, a load's rows): each
+        # tail row is its key's latest.
+        return _split(settled_live.copy(), [len(s) for s in settled]), _split(tail_data, [len(t) for t in tail])
     # Candidates in tie order: live settled rows of tail keys, then the tail.
     picked = np.flatnonzero(in_tail)
     settled_lsn = _gather([s.lsn for s in settled], picked, np.int64)
     settled_data = _gather([s.is_data for s in settled], picked, np.bool_)
     tail_lsn = np.concatenate([t.lsn.dense() if isinstance(t.lsn, Runs) else t.lsn for t in tail])
-    tail_data = np.concatenate([t.is_data for t in tail])
     winner = latest_rows(
         np.concatenate([settled_codes[picked], tail_codes]),
         tail_groups,
