@@ -27,9 +27,8 @@ from pyiceberg.typedef import Record
 
 from mixed_iceberg.exceptions import MissingKeyError, RepeatedKeyError
 from mixed_iceberg.format import DataTreeNode, WriterIdentity
-from mixed_iceberg.merge.group import Tail, merge_group
+from mixed_iceberg.merge.group import DEDUPLICATE, Tail, merge_group
 from mixed_iceberg.merge.latest import LSN
-from mixed_iceberg.reader.merge_options import MergeConfig
 from mixed_iceberg.schema import arrow_schema, conform
 from mixed_iceberg.store.write.data_file import data_location
 from mixed_iceberg.store.write.layout import RowGroup, split_rows
@@ -170,7 +169,7 @@ def _supersede(
     arrivals = np.concatenate(written.arrivals)
     # The rows read as +I rows in arrival order: the merge keeps each key's last one.
     inserts = keys.append_column(_ARRIVAL, pa.array(arrivals)).append_column(LSN, pa.array(arrivals))
-    merged = merge_group(MergeConfig(), keys.column_names, [], Tail(inserts, inserts.slice(0, 0)))
+    merged = merge_group(DEDUPLICATE, keys.column_names, [], Tail(inserts, inserts.slice(0, 0)))
     is_last = np.zeros(int(arrivals.max()) + 1, dtype=bool)
     is_last[merged.table().column(_ARRIVAL).to_numpy()] = True
     superseded = ~is_last[arrivals]

@@ -29,7 +29,10 @@ from mixed_iceberg.merge.engines import scan_states
 from mixed_iceberg.merge.latest import LSN, KeyedRows, KeyIndex, keep_rows, latest_by_key
 from mixed_iceberg.merge.runs import Runs
 
-__all__ = ["MergedGroup", "Settled", "Tail", "delete_columns", "merge_group", "needs_whole_rows"]
+__all__ = ["DEDUPLICATE", "MergedGroup", "Settled", "Tail", "delete_columns", "merge_group", "needs_whole_rows"]
+
+#: The default merge configuration: a key's latest row decides it.
+DEDUPLICATE = MergeConfig()
 
 
 @dataclass(frozen=True, slots=True)
