@@ -49,7 +49,9 @@ class ConnectionFaults:
         event.listen(self.engine, "before_cursor_execute", self._before)
 
     def remove(self) -> None:
-        event.remove(self.engine, "before_cursor_execute", self._before)
+        """Stop injecting (once or more)."""
+        if event.contains(self.engine, "before_cursor_execute", self._before):
+            event.remove(self.engine, "before_cursor_execute", self._before)
 
     def _before(self, conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
         step, transaction = current_step(), current_transaction()

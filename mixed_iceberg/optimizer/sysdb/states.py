@@ -169,7 +169,7 @@ _RESTING = (_S.IDLE, _S.FAILED, _S.PLANNING)
 
 
 class TABLE:
-    """The transitions of a table's runtime (a table enters IDLE when first discovered)."""
+    """The transitions of a table's runtime (a table enters IDLE when first discovered: ``sync_tables``)."""
 
     plan = Transition(
         "begin_planning", _RESTING, _S.PLANNING, "the holder of the table's lease (claim_table)", "the table's lease_ms"
@@ -198,6 +198,20 @@ class TABLE:
         """``create_process``: the table shows the type of the process that now runs."""
         return Transition("create_process", _RESTING, TableStatus.optimizing(kind), "the holder of the table's lease", None)
 
+    @classmethod
+    def resume(cls, kind: OptimizingType) -> Transition[TableStatus]:
+        """``reset_expired``: a committer's lease ran out; the table shows its process running again."""
+        return Transition(
+            "reset_expired", (_S.COMMITTING,), TableStatus.optimizing(kind), "reset_expired: the committer's lease ran out", None
+        )
+
+    cancel = Transition(
+        "finish_process (CANCELED) / forget_process",
+        (_S.MINOR, _S.MAJOR, _S.FULL, _S.COMMITTING),
+        _S.IDLE,
+        "the holder of the table's lease",
+        None,
+    )
     unstick = Transition(
         "reset_expired", (_S.PLANNING,), _S.IDLE, "reset_expired: the planner's lease ran out with no process recorded", None
     )

@@ -158,7 +158,7 @@ class TableRuntimes(Connected):
             c.execute(
                 update(TABLES)
                 .where(TABLES.c.table_id == table_id, TABLES.c.process_id == process_id)
-                .values(status=TableStatus.IDLE, process_id=None, updated_ms=now_ms())
+                .values(status=TABLE.cancel.target, process_id=None, updated_ms=now_ms())
             )
 
     def record_maintenance(self, table_id: str, *, error: str | None) -> None:

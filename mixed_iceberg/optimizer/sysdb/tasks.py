@@ -20,7 +20,7 @@ from mixed_iceberg.optimizer.sysdb.connection import Connected
 from mixed_iceberg.optimizer.sysdb.optimizers import release_owner
 from mixed_iceberg.optimizer.sysdb.records import ProcessRecord, TaskRecord, now_ms, record
 from mixed_iceberg.optimizer.sysdb.schema import OPTIMIZERS, PROCESSES, TABLES, TASKS
-from mixed_iceberg.optimizer.sysdb.states import PROCESS, TABLE, TASK, ProcessStatus, TableStatus, TaskStatus
+from mixed_iceberg.optimizer.sysdb.states import PROCESS, TABLE, TASK, ProcessStatus, TaskStatus
 from mixed_iceberg.optimizer.sysdb.tables import record_failure
 from mixed_iceberg.optimizing.model import OptimizingType
 from mixed_iceberg.options import OPT_RETRIES
@@ -379,7 +379,7 @@ class ProcessesAndTasks(Connected):
                     )
                 )
             else:
-                c.execute(update(TABLES).where(*this).values(status=TableStatus.IDLE, process_id=None, updated_ms=now))
+                c.execute(update(TABLES).where(*this).values(status=TABLE.cancel.target, process_id=None, updated_ms=now))
         return True
 
     def reset_expired(self, group: str, *, heartbeat_timeout_ms: int, ack_timeout_ms: int) -> int:
@@ -453,7 +453,7 @@ class ProcessesAndTasks(Connected):
                 c.execute(
                     update(TABLES)
                     .where(TABLES.c.table_id == table_id, TABLES.c.process_id == process_id)
-                    .values(status=TableStatus.optimizing(OptimizingType(kind)), owner=None, lease_ms=None, updated_ms=now)
+                    .values(status=TABLE.resume(OptimizingType(kind)).target, owner=None, lease_ms=None, updated_ms=now)
                 )
         return int(reset)
 
