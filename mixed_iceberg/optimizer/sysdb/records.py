@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 from sqlalchemy.engine import Row
 
+from mixed_iceberg.config.kinds import OptimizingType
 from mixed_iceberg.optimizer.sysdb.states import ProcessStatus, TableStatus, TaskStatus
-from mixed_iceberg.optimizing.model import OptimizingType
 
 __all__ = [
     "GroupQueue",

@@ -32,9 +32,9 @@ from sqlalchemy import BigInteger, Boolean, Column, Float, ForeignKeyConstraint,
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
+from mixed_iceberg.config.kinds import OptimizingType
 from mixed_iceberg.exceptions import SystemDatabaseError
 from mixed_iceberg.optimizer.sysdb.states import ProcessStatus, TableStatus, TaskStatus
-from mixed_iceberg.optimizing.model import OptimizingType
 
 __all__ = ["GROUPS", "METADATA", "OPTIMIZERS", "PROCESSES", "TABLES", "TASKS", "EnumText"]
 

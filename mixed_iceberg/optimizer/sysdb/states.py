@@ -1,4 +1,7 @@
-"""The states of the system database's rows and every transition between them, in one place.
+"""Every transition between the states of the system database's rows, in one place.
+
+The states are the kind enums of :mod:`mixed_iceberg.config.kinds` (``TaskStatus``,
+``ProcessStatus``, ``TableStatus``), re-exported here for the callers of the system database.
 
 Each :class:`Transition` names the verb that makes it, the states it leaves, the state it
 enters, who may make it (its owner) and what bounds the state it enters (its deadline). The
@@ -16,11 +19,10 @@ committed) or one that has ended.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from mixed_iceberg.optimizing.model import OptimizingType
+from mixed_iceberg.config.kinds import OptimizingType, ProcessStatus, TableStatus, TaskStatus
 
 __all__ = [
     "MAX_BACKOFF_MS",
@@ -33,63 +35,6 @@ __all__ = [
     "Transition",
     "backoff_ms",
 ]
-
-
-# The status enums, spelled as mixed_iceberg/config/kinds.py (issue 34 item 3) spells them, so
-# that this block becomes an import of those once that package lands.
-
-
-class TaskStatus(enum.StrEnum):
-    """A task's state: PLANNED -> SCHEDULED -> ACKED -> SUCCESS | FAILED; CANCELED with its process."""
-
-    PLANNED = "PLANNED"
-    SCHEDULED = "SCHEDULED"
-    ACKED = "ACKED"
-    SUCCESS = "SUCCESS"
-    FAILED = "FAILED"
-    CANCELED = "CANCELED"
-
-    @classmethod
-    def in_flight(cls) -> frozenset[TaskStatus]:
-        """Held by an optimizer under a lease (given back when the lease runs out)."""
-        return frozenset({cls.SCHEDULED, cls.ACKED})
-
-    @classmethod
-    def done(cls) -> frozenset[TaskStatus]:
-        """Finished runs: a process commits (or fails) once all its tasks are here."""
-        return frozenset({cls.SUCCESS, cls.FAILED})
-
-
-class ProcessStatus(enum.StrEnum):
-    """An optimizing process's state: RUNNING -> COMMITTING -> SUCCESS | FAILED | CANCELED."""
-
-    RUNNING = "RUNNING"
-    COMMITTING = "COMMITTING"
-    SUCCESS = "SUCCESS"
-    FAILED = "FAILED"
-    CANCELED = "CANCELED"
-
-    @classmethod
-    def ended(cls) -> frozenset[ProcessStatus]:
-        """A process in one of these never changes again."""
-        return frozenset({cls.SUCCESS, cls.FAILED, cls.CANCELED})
-
-
-class TableStatus(enum.StrEnum):
-    """A table's optimizing state in its group (the optimizing type while a process runs)."""
-
-    IDLE = "IDLE"
-    PLANNING = "PLANNING"
-    MINOR = "MINOR"
-    MAJOR = "MAJOR"
-    FULL = "FULL"
-    COMMITTING = "COMMITTING"
-    FAILED = "FAILED"
-
-    @classmethod
-    def optimizing(cls, kind: OptimizingType) -> TableStatus:
-        """The status of a table whose process of ``kind`` runs."""
-        return cls(kind.value.upper())
 
 
 S = TypeVar("S", TaskStatus, ProcessStatus, TableStatus)

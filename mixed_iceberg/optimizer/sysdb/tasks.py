@@ -14,6 +14,8 @@ from typing import Any
 from sqlalchemy import and_, case, func, literal, or_, select, update
 from sqlalchemy.engine import Connection
 
+from mixed_iceberg.config.kinds import OptimizingType
+from mixed_iceberg.config.registry import OPT_RETRIES
 from mixed_iceberg.exceptions import TableBusyError
 from mixed_iceberg.optimizer.scheduling import TableLoad
 from mixed_iceberg.optimizer.sysdb.connection import Connected
@@ -22,8 +24,6 @@ from mixed_iceberg.optimizer.sysdb.records import ProcessRecord, TaskRecord, now
 from mixed_iceberg.optimizer.sysdb.schema import OPTIMIZERS, PROCESSES, TABLES, TASKS
 from mixed_iceberg.optimizer.sysdb.states import PROCESS, TABLE, TASK, ProcessStatus, TaskStatus
 from mixed_iceberg.optimizer.sysdb.tables import record_failure
-from mixed_iceberg.optimizing.model import OptimizingType
-from mixed_iceberg.options import OPT_RETRIES
 
 __all__ = ["ProcessesAndTasks", "executor_ms"]
 
