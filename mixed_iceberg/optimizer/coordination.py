@@ -1,16 +1,18 @@
 """Coordination: which table of the group is committed, planned or maintained, and when.
 
-The coordinator thread runs a round every ``refresh-interval``, when a task finishes, when a
-table's ``self-optimizing.min-plan-interval`` runs out (a due table waits for no refresh),
-and when a table of the group receives a commit: every :data:`POLL_INTERVAL_S` it reads the
-SQL catalogs' metadata locations (one query each, :mod:`.discovery`), and a round over the
-tables with new commits alone follows. A round does the following:
+The coordinator thread runs a full round every ``refresh-interval``. Between them it runs
+rounds over the tables with something to do alone: those a poll found with new commits (every
+:data:`POLL_INTERVAL_S` it reads the SQL catalogs' metadata locations, one query each,
+:mod:`.discovery`), those whose task finished here, and those due at a time
+(``self-optimizing.min-plan-interval`` running out, a back-off ending): a due table waits for
+no refresh, and such a round reads only its tables. A full round does the following:
 
 1. Gives back what dead optimizers held.
 2. On the refresh interval, discovers the tables of the configured catalogs whose
    ``self-optimizing.enabled`` is true and whose ``self-optimizing.group`` is this group
    (loading only the tables whose metadata moved), and records them.
-3. For every table with something to do whose lease it can take, in the group's policy order:
+3. For every table with something to do whose lease it can take, in the group's policy order
+   (a round between refreshes does this step alone, over its tables):
 
    * commits a finished process, or ends a failed one (:mod:`.bookkeeping`);
    * or plans a table that is due, or that received a commit since it was last evaluated.
@@ -78,38 +80,50 @@ class Coordinator:
         self.wake = threading.Event()  # a task finished, or the optimizer stops
         self._changed: set[str] = set()  # served tables with commits not yet evaluated
         self._deferred: dict[str, int] = {}  # tables this optimizer deferred, to when (min-plan-interval)
+        self._due: dict[str, int] = {}  # when each table with nothing in flight is due, as last read
+        self._finished: set[str] = set()  # tables whose task finished here since the last round
+        self._lock = threading.Lock()
 
     def loop(self) -> None:
-        """Rounds on every refresh interval (discovering tables), when a task finishes, when a
-        table's ``min-plan-interval`` runs out (a due table waits for no refresh round) and
-        when a poll finds a commit to a table of the group."""
+        """A full round on every refresh interval (discovering tables); between them, rounds over
+        the tables with something to do alone: a commit found by a poll, a task of theirs that
+        finished here, a time they were due at (``min-plan-interval``, a back-off)."""
         props = self.context.group.properties
         stop = self.context.stop
         refresh = props.refresh_interval_ms / 1000
         poll = min(POLL_INTERVAL_S, refresh)
         discovered = polled = -refresh
-        next_due_ms: int | None = None
         with ThreadPoolExecutor(max_workers=props.planning_parallelism, thread_name_prefix="optimizer-planner") as planners:
             while not stop.is_set():
-                woken = self.wake.is_set()
                 self.wake.clear()
-                discover = time.monotonic() - discovered >= refresh
-                if discover:
+                if time.monotonic() - discovered >= refresh:
                     discovered = polled = time.monotonic()
-                moved = False
-                if not discover and time.monotonic() - polled >= poll:
-                    polled = time.monotonic()
-                    moved = self.poll()
-                due = next_due_ms is not None and next_due_ms <= now_ms()
-                if discover or woken or due:
-                    next_due_ms = self.coordinate(planners, discover=discover)
-                elif moved:  # a round over the tables with new commits alone
-                    found_due_ms = self.coordinate(planners, discover=False, only=set(self._changed))
-                    next_due_ms = min((d for d in (next_due_ms, found_due_ms) if d is not None), default=None)
+                    self.coordinate(planners, discover=True)
+                else:
+                    if time.monotonic() - polled >= poll:
+                        polled = time.monotonic()
+                        self.poll()
+                    wanted = self._wanted()
+                    if wanted:
+                        self.coordinate(planners, discover=False, only=wanted)
+                next_due_ms = min(self._due.values(), default=None)
                 until_refresh = discovered + refresh - time.monotonic()
                 until_poll = polled + poll - time.monotonic()
                 until_due = (next_due_ms - now_ms()) / 1000 if next_due_ms is not None else until_refresh
                 self.wake.wait(max(0.0, min(until_refresh, until_poll, until_due)))
+
+    def task_done(self, table_id: str) -> None:
+        """A task of ``table_id`` finished here: its process may be committed now (any thread)."""
+        with self._lock:
+            self._finished.add(table_id)
+        self.wake.set()
+
+    def _wanted(self) -> set[str]:
+        """The tables a round between refreshes looks at: new commits, tasks done, due times."""
+        with self._lock:
+            finished, self._finished = self._finished, set()
+        now = now_ms()
+        return finished | self._changed | {t for t, due in self._due.items() if due <= now}
 
     def discover(self) -> list[Served]:
         """The configured catalogs' tables that this group serves now (damaged ones included,
@@ -136,7 +150,7 @@ class Coordinator:
         """One round (see the module docstring); when the next table falls due (epoch ms; None:
         none waits for a time). ``discover``: look for the group's tables first (without, the
         tables recorded in the system database are served). ``only``: a round over these
-        tables alone (those a poll found with new commits), without maintenance."""
+        tables alone (new commits, tasks done, due times), without maintenance."""
         ctx = self.context
         db, props = ctx.db, ctx.group.properties
         db.reset_expired(
@@ -188,8 +202,14 @@ class Coordinator:
             self._maintain()
         if runtimes:  # read again: what this round planned, committed or failed waits until a new time
             tables = self._runtimes(only)
-        waiting = [t.next_plan_ms for t in tables if t.process_id is None and t.next_plan_ms > now_ms()]
-        return min(waiting, default=None)
+        now = now_ms()
+        if only is None:
+            self._due.clear()
+        else:
+            for table_id in only:
+                self._due.pop(table_id, None)
+        self._due.update((t.table_id, t.next_plan_ms) for t in tables if t.process_id is None and t.next_plan_ms > now)
+        return min(self._due.values(), default=None)
 
     def _runtimes(self, only: Collection[str] | None) -> list[TableRuntime]:
         """The group's tables as the system database has them (``only`` those of these ids)."""

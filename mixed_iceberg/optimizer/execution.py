@@ -25,9 +25,10 @@ log = logging.getLogger(__name__)
 
 
 class Executors:
-    """The executor threads' work; ``task_done`` is called after each task (wakes the coordinator)."""
+    """The executor threads' work; ``task_done`` is called with the table of each task run
+    (the coordinator may commit its process now)."""
 
-    def __init__(self, context: OptimizerContext, task_done: Callable[[], None]) -> None:
+    def __init__(self, context: OptimizerContext, task_done: Callable[[str], None]) -> None:
         self.context = context
         self._task_done = task_done
         self.wake = threading.Event()  # tasks were planned
@@ -38,7 +39,6 @@ class Executors:
         while not self.context.stop.is_set():
             if self.execute_one(thread):
                 idle = 0.2
-                self._task_done()  # the coordinator may commit the process now
                 continue
             self.wake.wait(idle)
             self.wake.clear()
@@ -70,6 +70,7 @@ class Executors:
             duration = int((time.monotonic() - started) * 1000)
             status = db.fail_task(task, ctx.optimizer_id, error=f"{type(exc).__name__}: {exc}", duration_ms=duration)
             log.warning("%s: task %d/%d failed (%s): %s", table_id, task.process_id, task.task_id, status, exc)
+            self._task_done(table_id)
             return True
         duration = int((time.monotonic() - started) * 1000)
         if not db.complete_task(
@@ -87,4 +88,5 @@ class Executors:
                 task.process_id,
                 task.task_id,
             )
+        self._task_done(table_id)
         return True

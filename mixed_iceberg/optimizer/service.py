@@ -86,7 +86,7 @@ class OptimizerService:
         self.context = OptimizerContext(self.db, self.group, self.tables)
         discovery = Discovery(self.group.name, config.catalogs, self.tables.catalog, self._served_before)
         self.bookkeeping = Bookkeeping(self.context)
-        self.executors = Executors(self.context, task_done=lambda: self.coordinator.wake.set())
+        self.executors = Executors(self.context, task_done=lambda table_id: self.coordinator.task_done(table_id))
         self.coordinator = Coordinator(self.context, discovery, self.bookkeeping, tasks_planned=self.executors.wake.set)
         self._workers: list[threading.Thread] = []
 

@@ -127,15 +127,26 @@ def test_a_settled_table_is_not_evaluated_on_every_refresh_and_a_commit_wakes_it
     assert set(evaluations[len(ids) :]) == {ids[2]}
 
 
-def test_a_commit_to_an_idle_table_is_planned_without_waiting_for_the_refresh(
-    tmp_path: Path, catalog: MixedCatalog, services: list[OptimizerService]
+def test_a_commit_to_an_idle_table_is_planned_and_committed_by_rounds_over_that_table_alone(
+    tmp_path: Path, catalog: MixedCatalog, services: list[OptimizerService], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     table = loaded(catalog, "t")
+    loaded(catalog, "idle")
     service = OptimizerService(config(tmp_path, "10min"), "default", catalogs={"local": catalog})
+    reads: list[str] = []
+    every_table = service.db.tables
+
+    def counted(group: str | None = None) -> Any:
+        reads.append(str(group))
+        return every_table(group)
+
+    monkeypatch.setattr(service.db, "tables", counted)
     services.append(service.start())
     db = service.db
     wait_for(lambda: getattr(db.table("local.db.t"), "next_plan_ms", 0) > now_ms(), "the table evaluated once")
+    full_reads = len(reads)
     churn(table, 4)
     committed = time.monotonic()
-    wait_for(lambda: len(db.processes("local.db.t")) >= 1, "the commit planned", timeout=30.0)
+    wait_for(lambda: successes(db, "local.db.t") >= 1, "the commit planned, executed and committed", timeout=30.0)
     assert time.monotonic() - committed < 10.0  # a refresh is ten minutes away
+    assert len(reads) == full_reads, "a round between refreshes read every table of the group"
