@@ -23,8 +23,8 @@ no refresh, and such a round reads only its tables. A full round does the follow
 A table with nothing due is evaluated again on the next refresh, unless it is *settled*
 (:func:`~mixed_iceberg.optimizer.work.settled`: no trigger interval running out can make it
 due, only a commit can): then it is evaluated again when it receives a commit, and otherwise
-only once within one to two hours (:data:`SETTLED_RECHECK_MS`). An idle table costs a round
-no load and no evaluation.
+only after 50 to 100 refresh intervals (:data:`SETTLED_RECHECK_REFRESHES`), when damage to its
+files shows. An idle table costs a round no load and no evaluation.
 """
 
 from __future__ import annotations
@@ -45,15 +45,16 @@ from mixed_iceberg.optimizer.sysdb.database import ProcessStatus, TableRuntime, 
 from mixed_iceberg.optimizer.work import plan_process, settled
 from mixed_iceberg.table import MixedTable
 
-__all__ = ["POLL_INTERVAL_S", "SETTLED_RECHECK_MS", "Coordinator"]
+__all__ = ["POLL_INTERVAL_S", "SETTLED_RECHECK_REFRESHES", "Coordinator"]
 
 log = logging.getLogger(__name__)
 
 #: How often the coordinator looks for commits to its tables (at most the refresh interval).
 POLL_INTERVAL_S = 0.5
-#: A settled table is evaluated again after this, up to twice this (spread by table id), if no
-#: commit made it due before: a safety net, as every commit moves its metadata.
-SETTLED_RECHECK_MS = 3_600_000
+#: A settled table is evaluated again after this many refresh intervals, up to twice as many
+#: (spread by table id), if no commit made it due before: its files are read again then, so
+#: damage to an idle table shows within that time, and no move is missed for good.
+SETTLED_RECHECK_REFRESHES = 50
 
 
 class Coordinator:
@@ -270,9 +271,11 @@ class Coordinator:
         except Exception as exc:  # its damage shows at its next plan
             log.info("%s: evaluated again on the next refresh: %s", table_id, exc)
             waits_for_a_commit = False
+        refresh_ms = self.context.group.properties.refresh_interval_ms
         if not waits_for_a_commit:
-            return now_ms() + self.context.group.properties.refresh_interval_ms
-        return now_ms() + SETTLED_RECHECK_MS + zlib.crc32(table_id.encode()) % SETTLED_RECHECK_MS
+            return now_ms() + refresh_ms
+        recheck_ms = refresh_ms * SETTLED_RECHECK_REFRESHES
+        return now_ms() + recheck_ms + zlib.crc32(table_id.encode()) % recheck_ms
 
     def _maintain(self) -> None:
         """Maintenance of the tables due for it that have no process in flight (read afresh)."""

@@ -19,7 +19,7 @@ from mixed_iceberg import MixedCatalog, MixedTable
 from mixed_iceberg.optimizer import coordination
 from mixed_iceberg.optimizer import tables as served_tables
 from mixed_iceberg.optimizer.config import OptimizerConfig, parse_optimizer_config
-from mixed_iceberg.optimizer.coordination import SETTLED_RECHECK_MS
+from mixed_iceberg.optimizer.coordination import SETTLED_RECHECK_REFRESHES
 from mixed_iceberg.optimizer.service import OptimizerService
 from mixed_iceberg.optimizer.sysdb.database import SystemDatabase, now_ms
 from mixed_iceberg.optimizer.work import settled
@@ -113,7 +113,10 @@ def test_a_settled_table_is_not_evaluated_on_every_refresh_and_a_commit_wakes_it
 
     def parked() -> bool:
         runtimes = [db.table(table_id) for table_id in ids]
-        return all(r is not None and r.status == "IDLE" and r.next_plan_ms >= now_ms() + SETTLED_RECHECK_MS / 2 for r in runtimes)
+        return all(
+            r is not None and r.status == "IDLE" and r.next_plan_ms >= now_ms() + 300 * SETTLED_RECHECK_REFRESHES / 2
+            for r in runtimes
+        )
 
     wait_for(parked, "every table evaluated once and waiting for a commit")
     assert sorted(evaluations) == ids
