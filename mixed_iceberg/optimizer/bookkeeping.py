@@ -20,7 +20,6 @@ from mixed_iceberg.optimizer.codec import decode_result, decode_tasks
 from mixed_iceberg.optimizer.context import OptimizerContext
 from mixed_iceberg.optimizer.sysdb.database import ProcessRecord, ProcessStatus, TableRuntime, TaskStatus
 from mixed_iceberg.optimizer.work import commit_process
-from mixed_iceberg.options import OPT_PARTIAL
 
 __all__ = ["Bookkeeping"]
 
@@ -69,7 +68,7 @@ class Bookkeeping:
             return None
         try:
             table = ctx.tables.table(runtime.catalog, runtime.table_name)
-            partial = OPT_PARTIAL.read(table.properties, runtime.table_name)
+            partial = table.config.optimizing.allow_partial_commit
         except Exception as exc:  # the table cannot be loaded (damaged, dropped): the process cannot commit
             log.warning("%s: process %d cannot be committed: %s", runtime.table_id, process.process_id, exc)
             self.finish(process, ProcessStatus.FAILED, error=f"commit failed: {type(exc).__name__}: {exc}")

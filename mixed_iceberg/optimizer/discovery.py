@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 from mixed_iceberg.catalog import MixedCatalog
 from mixed_iceberg.catalog.markers import change_store_name
+from mixed_iceberg.config.registry import OPT_ENABLED, OPT_GROUP, OPT_QUOTA
 from mixed_iceberg.exceptions import CorruptTableError, MixedIcebergError, NoSuchTableError
-from mixed_iceberg.options import OPT_ENABLED, OPT_GROUP, OPT_QUOTA
 
 __all__ = ["SWEEP_ROUNDS", "Discovery", "DiscoveryRound", "Served"]
 
