@@ -309,7 +309,7 @@ class ChangeScan:
         if len(keys) == 1:
             touched = rows.column(keys[0]).unique()
             if len(touched) <= _PUSHED_KEYS:
-                row_filter = In(Reference(keys[0]), touched.to_pylist())  # type: ignore[call-arg,misc]
+                row_filter = In(Reference(keys[0]), touched.to_pylist())  # type: ignore[call-arg]
         state = self._view(sequence, base, row_filter)
         touched = KeyIndex([rows.column(k) for k in keys]).lookup([state.column(k) for k in keys]) >= 0
         return state.filter(pa.array(touched))
