@@ -2,7 +2,7 @@
 
 The keys are declared in :mod:`mixed_iceberg.config.registry` (Amoro's names and defaults), which
 parses them into :class:`~datetime.timedelta` values (``snapshot.keep.duration`` with
-:func:`mixed_iceberg.config.registry.parse_duration`).
+:func:`mixed_iceberg.config.option.parse_duration`).
 
 Two Iceberg keys are read as well, since manifest rewriting follows them (declared in the
 registry too, with Iceberg's defaults): ``commit.manifest.target-size-bytes`` (size of a merged
@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
+from mixed_iceberg.config.option import parse_duration
 from mixed_iceberg.config.registry import (
     CHANGE_TTL,
     DANGLING_ENABLED,
@@ -26,7 +27,6 @@ from mixed_iceberg.config.registry import (
     ORPHAN_MIN_AGE,
     SNAPSHOT_KEEP_DURATION,
     SNAPSHOT_KEEP_MIN,
-    parse_duration,
 )
 
 __all__ = ["MaintenanceConfig", "parse_duration"]

@@ -26,7 +26,7 @@ from typing import Any
 from mixed_iceberg.catalog.config import default_config_path
 from mixed_iceberg.config.files import interpolate, read_yaml, value_error
 from mixed_iceberg.config.kinds import Container, SchedulingPolicy
-from mixed_iceberg.config.registry import (
+from mixed_iceberg.config.option import (
     Option,
     is_positive,
     is_positive_duration,
