@@ -33,6 +33,15 @@ from mixed_iceberg.optimizer.sysdb.tasks import executor_ms
 
 __all__ = ["OperatorQueries"]
 
+_WAITING_OR_RUNNING = (TaskStatus.PLANNED, TaskStatus.SCHEDULED, TaskStatus.ACKED)
+
+
+def counts(c: Any, key: Any, status: Any, where: Any = None) -> dict[tuple[str, Any], int]:
+    """How many rows per (``key``, ``status``) value pair, of the rows ``where`` keeps (all: None)."""
+    query = select(key, status, func.count())
+    query = query if where is None else query.where(where)
+    return {(k, s): int(n) for k, s, n in c.execute(query.group_by(key, status))}
+
 
 class OperatorQueries(Connected):
     """Read-only queries for the management plane."""
@@ -76,30 +85,14 @@ class OperatorQueries(Connected):
                 )
             }
             names.update(live)
-            tasks: dict[tuple[str, TaskStatus], int] = {
-                (row.group_name, row.status): int(row.n)
-                for row in c.execute(
-                    select(TASKS.c.group_name, TASKS.c.status, func.count().label("n"))
-                    .where(TASKS.c.status.in_((TaskStatus.PLANNED, TaskStatus.SCHEDULED, TaskStatus.ACKED)))
-                    .group_by(TASKS.c.group_name, TASKS.c.status)
-                )
-            }
-            tables: dict[tuple[str, TableStatus], int] = {
-                (row.group_name, row.status): int(row.n)
-                for row in c.execute(
-                    select(TABLES.c.group_name, TABLES.c.status, func.count().label("n")).group_by(
-                        TABLES.c.group_name, TABLES.c.status
-                    )
-                )
-            }
-            processes: dict[tuple[str, ProcessStatus], int] = {
-                (row.group_name, row.status): int(row.n)
-                for row in c.execute(
-                    select(PROCESSES.c.group_name, PROCESSES.c.status, func.count().label("n"))
-                    .where(PROCESSES.c.status.in_((ProcessStatus.RUNNING, ProcessStatus.COMMITTING)))
-                    .group_by(PROCESSES.c.group_name, PROCESSES.c.status)
-                )
-            }
+            tasks = counts(c, TASKS.c.group_name, TASKS.c.status, TASKS.c.status.in_(_WAITING_OR_RUNNING))
+            tables = counts(c, TABLES.c.group_name, TABLES.c.status)
+            processes = counts(
+                c,
+                PROCESSES.c.group_name,
+                PROCESSES.c.status,
+                PROCESSES.c.status.in_((ProcessStatus.RUNNING, ProcessStatus.COMMITTING)),
+            )
             executor = executor_ms(c, TASKS.c.group_name, since, now)
         return [
             GroupQueue(
@@ -132,22 +125,8 @@ class OperatorQueries(Connected):
         with self._read("table_stats") as c:
             runtimes = [record(TableRuntime, row) for row in c.execute(of_group(select(TABLES)).order_by(TABLES.c.table_id))]
             executor = executor_ms(c, TASKS.c.table_id, since, now)
-            tasks: dict[tuple[str, TaskStatus], int] = {
-                (row.table_id, row.status): int(row.n)
-                for row in c.execute(
-                    select(TASKS.c.table_id, TASKS.c.status, func.count().label("n"))
-                    .where(TASKS.c.status.in_((TaskStatus.PLANNED, TaskStatus.SCHEDULED, TaskStatus.ACKED)))
-                    .group_by(TASKS.c.table_id, TASKS.c.status)
-                )
-            }
-            outcomes: dict[tuple[str, ProcessStatus], int] = {
-                (row.table_id, row.status): int(row.n)
-                for row in c.execute(
-                    select(PROCESSES.c.table_id, PROCESSES.c.status, func.count().label("n"))
-                    .where(PROCESSES.c.finished_ms >= since)
-                    .group_by(PROCESSES.c.table_id, PROCESSES.c.status)
-                )
-            }
+            tasks = counts(c, TASKS.c.table_id, TASKS.c.status, TASKS.c.status.in_(_WAITING_OR_RUNNING))
+            outcomes = counts(c, PROCESSES.c.table_id, PROCESSES.c.status, PROCESSES.c.finished_ms >= since)
             latest_ids = select(func.max(PROCESSES.c.process_id)).group_by(PROCESSES.c.table_id).scalar_subquery()
             latest = {
                 p.table_id: p
