@@ -11,6 +11,7 @@ column names, keyable key types), every property value (the option registry) and
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
@@ -52,6 +53,18 @@ from mixed_iceberg.typedef import TableFormat, TableStore
 __all__ = ["MixedCatalog", "TableIdentifier"]
 
 log = logging.getLogger(__name__)
+
+#: Seconds after which a ChangeStore without a BaseStore and without snapshots counts as left by
+#: a create that was cut short (a create takes well under a second; this leaves a wide margin).
+ORPHAN_AGE_S = 60
+
+
+def _uuid_of(catalog: Catalog, identifier: str) -> object:
+    """The table uuid of the store ``identifier``; None when it is gone or damaged."""
+    try:
+        return catalog.load_table(identifier).metadata.table_uuid
+    except (ice.NoSuchTableError, CorruptTableError):
+        return None
 
 
 #: A table identifier as pyiceberg takes one: ``"db.orders"`` or ``("db", "orders")``.
@@ -133,17 +146,53 @@ class MixedCatalog:
             return MixedTable(identifier, TableFormat.MIXED_ICEBERG, base, None, ())
         change_id = self.change_identifier(identifier)
         if self.iceberg.table_exists(change_id):
-            raise TableExistsError(f"table {identifier}: its ChangeStore name {change_id} is already taken")
-        base = self._create(identifier, iceberg_schema, spec, store_properties(user, TableStore.BASE, keys, change_id))
+            self._clear_orphan_change_store(identifier, change_id)
+        # The ChangeStore first: a keyed table appears when its BaseStore does, so a reader never
+        # finds a BaseStore whose ChangeStore is not there yet.
+        change = self._create(change_id, iceberg_schema, spec, store_properties(user, TableStore.CHANGE, keys, None))
         try:
-            change = self._create(change_id, base.schema(), base.spec(), store_properties(user, TableStore.CHANGE, keys, None))
+            base = self._create(
+                identifier, change.schema(), change.spec(), store_properties(user, TableStore.BASE, keys, change_id)
+            )
         except BaseException:
             # No half-created keyed table is ever left behind, nor its folder: the name keeps
-            # its <warehouse>/<db>/<table> location for the next create.
-            purge_store(self.iceberg, identifier)
+            # its <warehouse>/<db>/<table> location for the next create. Only our own
+            # ChangeStore goes (a concurrent create of the same name may have taken the name).
+            if _uuid_of(self.iceberg, change_id) == change.metadata.table_uuid:
+                purge_store(self.iceberg, change_id)
             raise
         log.info("created keyed table %s (ChangeStore %s, key %s)", identifier, change_id, keys)
         return MixedTable(identifier, TableFormat.MIXED_ICEBERG, base, change, keys)
+
+    def _clear_orphan_change_store(self, identifier: str, change_id: str) -> None:
+        """Purge ``change_id`` when it is a ChangeStore left by a create of ``identifier`` that
+        was cut short (no BaseStore ever pointed at it, so it holds nothing) and that create
+        is over (:data:`ORPHAN_AGE_S`); else its name is taken.
+
+        Raises:
+            TableExistsError: ``change_id`` is another table, or a ChangeStore with snapshots,
+                or one younger than :data:`ORPHAN_AGE_S` (a create of the same name under way).
+        """
+        try:
+            store = self.iceberg.load_table(change_id)
+        except ice.NoSuchTableError:
+            return
+        props = store.properties
+        if props.get(TABLE_STORE) != TableStore.CHANGE.value:
+            raise TableExistsError(f"table {identifier}: its ChangeStore name {change_id} is already taken")
+        if store.metadata.snapshots:
+            raise TableExistsError(
+                f"table {identifier}: its ChangeStore name {change_id} is taken by a ChangeStore without its "
+                f"table, holding data (left by a drop cut short); drop_table({change_id!r}) or purge_table it first"
+            )
+        age_s = time.time() - int(props.get("table.create-timestamp", "0")) / 1000
+        if age_s < ORPHAN_AGE_S:
+            raise TableExistsError(
+                f"table {identifier}: its ChangeStore {change_id} was created {age_s:.0f} s ago by a create "
+                f"that has not finished (or was cut short: retry after {ORPHAN_AGE_S} s)"
+            )
+        log.warning("table %s: purging ChangeStore %s left by a create cut short %.0f s ago", identifier, change_id, age_s)
+        purge_store(self.iceberg, change_id)
 
     def _create(self, identifier: str, schema: Schema, spec: PartitionSpec, properties: dict[str, str]) -> Table:
         try:
@@ -325,8 +374,10 @@ class MixedCatalog:
         log.info("purged table %s", identifier)
 
     def _store_names(self, identifier: str) -> list[str]:
-        """The catalog names of the table's stores, its ChangeStore first; those of a table
-        whose metadata is damaged too (its ChangeStore then found by its name alone).
+        """The catalog names of the table's stores, its BaseStore first (the table is gone for
+        readers with it, never a BaseStore without its ChangeStore; a ChangeStore left by a drop
+        cut short is purged by the next create of the name); those of a table whose metadata is
+        damaged too (its ChangeStore then found by its name alone).
 
         Raises:
             NoSuchTableError: nothing by that name (or the name of a ChangeStore).
@@ -338,21 +389,27 @@ class MixedCatalog:
         except ice.NoSuchTableError as exc:
             raise NoSuchTableError(f"table {identifier} does not exist in catalog {self.name}") from exc
         except CorruptTableError:
-            namespace, name = _split(identifier)
-            suffix = change_store_name("", self.separator)
-            if name.endswith(suffix) and self.iceberg.table_exists(f"{namespace}.{name.removesuffix(suffix)}"):
-                raise NoSuchTableError(
-                    f"{identifier} is the ChangeStore of {namespace}.{name.removesuffix(suffix)}; drop that table instead"
-                ) from None
-            return [change, identifier] if self._is_change_store(change) else [identifier]
+            owner = self._owner_of_change_store(identifier)
+            if owner is not None and self.iceberg.table_exists(owner):
+                raise NoSuchTableError(f"{identifier} is the ChangeStore of {owner}; drop that table instead") from None
+            return [identifier, change] if self._is_change_store(change) else [identifier]
         if table_format_of(properties) != TableFormat.MIXED_ICEBERG:
             return [identifier]
         if properties.get(TABLE_STORE) == TableStore.CHANGE.value:
-            raise NoSuchTableError(f"{identifier} is a ChangeStore; drop its table instead")
+            owner = self._owner_of_change_store(identifier)
+            if owner is not None and self.iceberg.table_exists(owner):
+                raise NoSuchTableError(f"{identifier} is the ChangeStore of {owner}; drop that table instead")
+            return [identifier]  # left by a create or drop cut short: it goes alone
         if not primary_key_of(properties):
             return [identifier]
         change = properties.get(CHANGE_IDENTIFIER) or change
-        return [change, identifier] if self.iceberg.table_exists(change) else [identifier]
+        return [identifier, change] if self.iceberg.table_exists(change) else [identifier]
+
+    def _owner_of_change_store(self, identifier: str) -> str | None:
+        """The table whose ChangeStore ``identifier`` is by its name (``db.t_change_`` -> ``db.t``)."""
+        namespace, name = _split(identifier)
+        suffix = change_store_name("", self.separator)
+        return f"{namespace}.{name.removesuffix(suffix)}" if name.endswith(suffix) and name != suffix else None
 
     def _is_change_store(self, identifier: str) -> bool:
         """Whether ``identifier`` is a ChangeStore (one whose metadata is damaged counts: its
