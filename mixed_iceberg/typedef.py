@@ -15,6 +15,8 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mixed_iceberg.format.kinds import DataFileType, TableStore
+
 __all__ = [
     "ACTION_NAMES",
     "ChangeAction",
@@ -85,44 +87,11 @@ def action_names(codes: npt.NDArray[np.integer[Any]]) -> pa.Array:
     return taken
 
 
-class DataFileType(enum.Enum):
-    """File types of a Mixed-Iceberg table, as encoded in file names (``DataFileType.java``)."""
-
-    BASE_FILE = (0, "B")
-    INSERT_FILE = (1, "I")
-    EQ_DELETE_FILE = (2, "ED")
-    POS_DELETE_FILE = (3, "PD")
-    ICEBERG_EQ_DELETE_FILE = (4, "IED")
-    LOG_FILE = (5, "L")
-
-    @property
-    def id(self) -> int:
-        return self.value[0]
-
-    @property
-    def short_name(self) -> str:
-        return self.value[1]
-
-    @classmethod
-    def from_short_name(cls, short: str) -> DataFileType:
-        for member in cls:
-            if member.short_name == short:
-                return member
-        raise ValueError(f"unknown data file type {short!r}; expected one of B, I, ED, PD, IED, L")
-
-
 class TableFormat(enum.Enum):
     """What a catalog entry is: a Mixed-Iceberg table or a plain Iceberg table."""
 
     MIXED_ICEBERG = "MIXED_ICEBERG"
     ICEBERG = "ICEBERG"
-
-
-class TableStore(enum.Enum):
-    """Which store of a Mixed-Iceberg table an Iceberg table is (``mixed-format.table-store``)."""
-
-    BASE = "base"
-    CHANGE = "change"
 
 
 @dataclass(frozen=True, slots=True)

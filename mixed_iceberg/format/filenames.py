@@ -19,8 +19,8 @@ import secrets
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from mixed_iceberg.format.kinds import DataFileType, TableStore
 from mixed_iceberg.format.tree import DataTreeNode
-from mixed_iceberg.typedef import DataFileType, TableStore
 
 __all__ = [
     "FileNameMeta",
