@@ -272,6 +272,9 @@ def commit_times(table, job: str, topic: str) -> list[tuple[int, int, int]]:  # 
 def freshness(
     commits: list[tuple[int, int, int]], batches: list[tuple[np.ndarray, np.ndarray, np.ndarray, pa.Array]]
 ) -> np.ndarray:
+    """Per live event, its commit time minus its produce time (ms); empty without live events."""
+    if not batches or not commits:
+        return np.array([], dtype=np.int64)
     partitions = np.concatenate([b[0] for b in batches])
     offsets = np.concatenate([b[1] for b in batches])
     stamps = np.concatenate([b[2] for b in batches])
@@ -284,7 +287,7 @@ def freshness(
         which = np.searchsorted(ends, offsets[sel], side="right")  # first commit whose next offset > offset
         ok = which < len(ends)
         out.append(times[which[ok]] - stamps[sel][ok])
-    return np.concatenate(out)
+    return np.concatenate(out) if out else np.array([], dtype=np.int64)
 
 
 def run_job(env: dict[str, str], args: list[str]) -> subprocess.Popen[bytes]:
@@ -612,8 +615,11 @@ def main() -> int:
         _, live_batches = read_all(bootstrap, live_topic)
         fresh = freshness(commit_times(load_table(live_config), live_config.job_name, live_topic), live_batches[1:])
         results["live_rate"] = args.rate
-        results["freshness_p50_ms"] = float(np.percentile(fresh, 50))
-        results["freshness_p99_ms"] = float(np.percentile(fresh, 99))
+        if fresh.size:
+            results["freshness_p50_ms"] = float(np.percentile(fresh, 50))
+            results["freshness_p99_ms"] = float(np.percentile(fresh, 99))
+        else:  # a live phase too short for a batch after the first: no freshness figure, said so
+            progress("live phase: no committed event after the first batch; freshness not measured")
         results.update({f"host_{k}_end": v for k, v in host_probe().items()})
     finally:
         try:
