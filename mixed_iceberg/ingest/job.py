@@ -16,12 +16,12 @@ from pathlib import Path
 
 from mixed_iceberg.exceptions import ConfigError, MixedIcebergError, NoSuchTableError
 from mixed_iceberg.flink_client import LOCAL_CLUSTER_DEFAULTS, loopback_agent, prepare_flink_client
+from mixed_iceberg.flink_job import TERMINAL, job_status
 from mixed_iceberg.ingest.config import IngestConfig, load_ingest_config, pin_catalog
 from mixed_iceberg.ingest.monitor import (
     FlinkRest,
     TableProbe,
     WatchOptions,
-    job_status,
     local_rest_settings,
     progress_log,
     rest_url,
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         return watch(client, probe, FlinkRest(url) if url else None, options)
     finally:
         probe.close()
-        if job_status(client) not in ("FAILED", "CANCELED", "FINISHED"):
+        if job_status(client) not in TERMINAL:
             client.cancel().result()
 
 

@@ -11,7 +11,7 @@ the arithmetic and the formatting.
 Flink's restart strategy restarts a failed subtask without telling the client, and PyFlink's
 ``JobClient`` only has the job's status. So :class:`FlinkRest` asks the cluster's REST API
 for the job's ``numRestarts`` metric every poll and, when it grew, for the newest entry of the
-job's exception history, which :func:`~mixed_iceberg.ingest.failures.failure_cause` shortens
+job's exception history, which :func:`~mixed_iceberg.flink_job.failure_cause` shortens
 to a line. The endpoint is the one the client chose for its local mini-cluster
 (:func:`local_rest_settings`) or, under ``flink run``, the cluster's (``rest.address`` and
 ``rest.port`` of ``$FLINK_CONF_DIR/config.yaml``).
@@ -32,13 +32,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import yaml
 
 from mixed_iceberg.catalog.config import flatten
+from mixed_iceberg.flink_job import TERMINAL, JobClient, failure_cause, job_status
 from mixed_iceberg.ingest.config import IngestConfig
-from mixed_iceberg.ingest.failures import failure_cause
 from mixed_iceberg.ingest.progress import (
     CommitRecord,
     JobState,
@@ -55,7 +55,7 @@ from mixed_iceberg.store.ancestry import ancestors
 from mixed_iceberg.store.commit import COMMIT_WRITER
 from mixed_iceberg.table import MixedTable
 
-__all__ = ["FlinkRest", "TableProbe", "WatchOptions", "job_status", "local_rest_settings", "rest_url", "watch"]
+__all__ = ["FlinkRest", "TableProbe", "WatchOptions", "local_rest_settings", "rest_url", "watch"]
 
 log = logging.getLogger(__name__)
 #: The progress lines (``--quiet`` raises this logger to WARNING).
@@ -63,7 +63,6 @@ progress_log = logging.getLogger("mixed_iceberg.ingest.progress")
 
 #: Snapshots looked at, newest first, for each partition's last commit when the watch starts.
 _HISTORY = 1000
-_TERMINAL = ("FAILED", "CANCELED", "FINISHED")
 
 
 class TableProbe:
@@ -258,26 +257,6 @@ def _await_failure(rest: FlinkRest, job_id: str, *, after: Failure | None, timeo
         time.sleep(0.25)
 
 
-class _Result(Protocol):
-    def result(self) -> Any: ...
-
-
-class JobClient(Protocol):
-    """What the watch uses of PyFlink's ``JobClient``."""
-
-    def get_job_id(self) -> object: ...
-
-    def get_job_status(self) -> _Result: ...
-
-    def get_job_execution_result(self) -> _Result: ...
-
-
-def job_status(client: JobClient) -> str:
-    """The job's status by name (``RUNNING``; PyFlink's enum prints as ``JobStatus.RUNNING``)."""
-    status = client.get_job_status().result()
-    return str(getattr(status, "name", status))
-
-
 @dataclass(frozen=True, slots=True)
 class WatchOptions:
     """How the client watches: see ``python jobs/ingest_cdc.py --help``."""
@@ -328,7 +307,7 @@ def watch(client: JobClient, probe: TableProbe, rest: FlinkRest | None, options:
     restarts = 0
     while True:
         status = job_status(client)
-        if status in _TERMINAL:
+        if status in TERMINAL:
             if status == "FINISHED" and not options.until_caught_up:
                 # Return only with the job's result, as env.execute() does (it is there already
                 # once the status says FINISHED; the cluster's REST view may lag by a few seconds).

@@ -5,6 +5,7 @@ the same code submits to the cluster. ``--parallelism`` is the group's execution
 (one optimizer per subtask), ``--threads`` the executor threads of each. ``--run-for``
 (demo, tests) cancels the job after that many seconds. Without it the job runs until it is
 cancelled: on a cluster there, on the local mini-cluster by SIGTERM or SIGINT to this client.
+A job that fails or is cancelled otherwise ends the client with exit status 1 and its cause.
 """
 
 from __future__ import annotations
@@ -15,15 +16,17 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 import yaml
 
 from mixed_iceberg.exceptions import ConfigError
 from mixed_iceberg.flink_client import local_cluster_settings, loopback_agent, prepare_flink_client
+from mixed_iceberg.flink_job import TERMINAL, JobClient, ended_because, job_status
 from mixed_iceberg.optimizer.config import default_optimizer_config_path, load_optimizer_config
 
-__all__ = ["main"]
+__all__ = ["main", "serve"]
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +77,31 @@ def main(argv: list[str] | None = None) -> int:
     client = env.execute_async(name)
     until = f"cancelled after {args.run_for:.0f} s" if args.run_for else "until SIGTERM"
     log.info("optimizer job %s: group %s, %d optimizer(s), %s", client.get_job_id(), args.group, args.parallelism, until)
+    return serve(client, stop, args.run_for, args.group)
+
+
+def serve(client: JobClient, stop: threading.Event, run_for: float, group: str) -> int:
+    """Keep the job until ``stop`` is set or ``run_for`` seconds passed (0: no limit), then
+    cancel it; 0. A job that ends by itself (fails, or is cancelled elsewhere) ends this client
+    with its cause logged and 1, instead of leaving it up with no optimizer."""
+    deadline = time.monotonic() + run_for if run_for else None
     try:
-        stop.wait(args.run_for or None)
+        while not stop.wait(_poll_s(deadline)):
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            ended = ended_because(client)
+            if ended is not None:
+                log.error("optimizer job %s: group %s ended: %s", client.get_job_id(), group, ended)
+                return 1
     finally:
-        client.cancel().result()
+        if job_status(client) not in TERMINAL:
+            client.cancel().result()
     return 0
+
+
+#: How often the client asks its job's status.
+POLL_S = 1.0
+
+
+def _poll_s(deadline: float | None) -> float:
+    return POLL_S if deadline is None else max(0.0, min(POLL_S, deadline - time.monotonic()))

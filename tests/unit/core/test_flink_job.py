@@ -1,4 +1,4 @@
-"""failure_cause: one line out of the stack trace Flink reports for a failed subtask."""
+"""flink_job: a job's end as its client sees it; failure_cause: one line out of the stack trace Flink reports for a failed subtask."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import doctest
 
 import pytest
 
-from mixed_iceberg.ingest import failures
-from mixed_iceberg.ingest.failures import failure_cause
+from mixed_iceberg import flink_job
+from mixed_iceberg.flink_job import failure_cause
 
 # Shortened from the exception history of the commit-failure test (a Python chain inside the
 # Java chain, printed twice as Flink does).
@@ -72,4 +72,4 @@ def test_a_long_message_is_cut() -> None:
 
 
 def test_the_module_example_runs() -> None:
-    assert doctest.testmod(failures).failed == 0
+    assert doctest.testmod(flink_job).failed == 0

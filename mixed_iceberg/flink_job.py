@@ -1,4 +1,5 @@
-"""The one-line cause of a Flink task failure, from the stack trace Flink reports for it.
+"""A submitted PyFlink job seen from its client: its status, whether it ended, and the one-line
+cause of a failure, from the stack trace Flink reports for it.
 
 A failure of the ingest function reaches Flink as a Java exception chain (``AsynchronousException``
 ... ``Caused by: java.lang.RuntimeException: Error received from SDK harness ...``) whose message
@@ -23,8 +24,48 @@ first exception of its chain, or, when no Python traceback is in it, the Java ro
 from __future__ import annotations
 
 import re
+from typing import Any, Protocol
 
-__all__ = ["failure_cause"]
+__all__ = ["TERMINAL", "JobClient", "ended_because", "failure_cause", "job_status"]
+
+#: The statuses a job does not leave (PyFlink's ``JobStatus`` names).
+TERMINAL = frozenset({"FAILED", "CANCELED", "FINISHED"})
+
+
+class _Result(Protocol):
+    def result(self) -> Any: ...
+
+
+class JobClient(Protocol):
+    """What the jobs' clients use of PyFlink's ``JobClient``."""
+
+    def get_job_id(self) -> object: ...
+
+    def get_job_status(self) -> _Result: ...
+
+    def get_job_execution_result(self) -> _Result: ...
+
+    def cancel(self) -> _Result: ...
+
+
+def job_status(client: JobClient) -> str:
+    """The job's status by name (``RUNNING``; PyFlink's enum prints as ``JobStatus.RUNNING``)."""
+    status = client.get_job_status().result()
+    return str(getattr(status, "name", status))
+
+
+def ended_because(client: JobClient) -> str | None:
+    """None while the job runs; once it ended, its status and, for a failure, the one-line cause
+    from its execution result (``FAILED: OSError: ...``)."""
+    status = job_status(client)
+    if status not in TERMINAL:
+        return None
+    try:
+        client.get_job_execution_result().result()
+    except Exception as exc:  # the job's boundary: a Py4J error carrying the Java trace
+        return f"{status}: {failure_cause(str(exc))}"
+    return status
+
 
 _TRACEBACK = "Traceback (most recent call last):"
 #: Python's chaining sentences between the tracebacks of one exception chain.
