@@ -6,33 +6,41 @@ confusion: tables PENDING forever because nobody serves their group).
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from mixed_iceberg.optimizer.config import OptimizerConfig
-from mixed_iceberg.optimizer.sysdb.database import SystemDatabase, TableStatus, TaskStatus
+from mixed_iceberg.optimizer.sysdb.database import SystemDatabase, TableStatus
+from mixed_iceberg.optimizer.sysdb.records import GroupQueue
 
 __all__ = ["group_report", "warnings"]
 
+#: The heartbeat timeout of a group the database knows but the config does not declare.
+_UNDECLARED_TIMEOUT_MS = 60_000
+#: The occupation window of the queue query (the report prints no occupation).
+_WINDOW_MS = 60_000
+
 
 def group_report(db: SystemDatabase, config: OptimizerConfig) -> list[dict[str, Any]]:
-    """One entry per group (declared in ``config`` or recorded in the database)."""
-    names = sorted({*config.groups, *(g.name for g in db.groups())})
-    tasks = db.tasks()
+    """One entry per group (declared in ``config`` or recorded in the database); the counts
+    come from the database's per-group queue query (one query per heartbeat timeout in use),
+    not from reading every task."""
+    timeouts = {name: config.groups[name].properties.heartbeat_timeout_ms for name in config.groups}
+    queues: dict[str, GroupQueue] = {}
+    for timeout in sorted({*timeouts.values(), _UNDECLARED_TIMEOUT_MS}):
+        for queue in db.group_queues(window_ms=_WINDOW_MS, heartbeat_timeout_ms=timeout):
+            if timeouts.get(queue.group_name, _UNDECLARED_TIMEOUT_MS) == timeout:
+                queues[queue.group_name] = queue
     report = []
-    for name in names:
-        timeout = config.groups[name].properties.heartbeat_timeout_ms if name in config.groups else 60_000
-        live = db.live_optimizers(name, timeout)
-        states = Counter(t.status for t in tasks if t.group_name == name)
-        tables = db.tables(name)
+    for name in sorted({*config.groups, *queues}):
+        found: GroupQueue | None = queues.get(name)
         report.append(
             {
                 "group": name,
                 "declared": name in config.groups,
-                "live_optimizers": len(live),
-                "threads": sum(o.threads for o in live),
-                "tasks_pending": states.get(TaskStatus.PLANNED, 0),
-                "tasks_running": states.get(TaskStatus.SCHEDULED, 0) + states.get(TaskStatus.ACKED, 0),
+                "live_optimizers": found.live_optimizers if found else 0,
+                "threads": found.threads if found else 0,
+                "tasks_pending": found.tasks_planned if found else 0,
+                "tasks_running": found.tasks_scheduled + found.tasks_acked if found else 0,
                 "tables": [
                     {
                         "table": t.table_id,
@@ -44,7 +52,7 @@ def group_report(db: SystemDatabase, config: OptimizerConfig) -> list[dict[str, 
                         "last_error": t.last_error,
                         "failures": t.failures,
                     }
-                    for t in tables
+                    for t in db.tables(name)
                 ],
             }
         )
