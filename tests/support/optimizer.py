@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from mixed_iceberg import MixedCatalog, MixedTable
+from mixed_iceberg.optimizer.sysdb.database import ProcessStatus, SystemDatabase
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
 
 #: Minor optimizing due as soon as change data arrives, however recently the table was optimized.
@@ -53,10 +56,31 @@ class OptimizerSetup:
         )
 
     def table(self, name: str, commits: int = 4, **properties: str) -> MixedTable:
-        table = self.catalog.create_table(f"db.{name}", ORDERS_SCHEMA, primary_key=["id"], properties={**DUE, **properties})
-        table.bulk_load(changes([("+I", k, "a", k, 1.0) for k in range(200)]).drop_columns(["_change_action"]))
-        churn(table, commits)
-        return table
+        return due_table(self.catalog, name, commits, **properties)
+
+
+def due_table(catalog: MixedCatalog, name: str, commits: int = 4, **properties: str) -> MixedTable:
+    """``db.<name>``: a keyed table of 200 rows with :data:`DUE` (and ``properties``) and ``commits``
+    change commits on top (:func:`churn`)."""
+    table = catalog.create_table(f"db.{name}", ORDERS_SCHEMA, primary_key=["id"], properties={**DUE, **properties})
+    table.bulk_load(changes([("+I", k, "a", k, 1.0) for k in range(200)]).drop_columns(["_change_action"]))
+    churn(table, commits)
+    return table
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"not within {timeout:.0f} s: {what}")
+
+
+def successes(db: SystemDatabase, table_id: str) -> int:
+    """The table's optimizing processes that succeeded."""
+    return sum(p.status == ProcessStatus.SUCCESS for p in db.processes(table_id))
 
 
 def churn(table: MixedTable, commits: int) -> None:

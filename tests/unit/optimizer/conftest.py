@@ -1,4 +1,5 @@
-"""Fixtures of the optimizer tests: an empty system database on each backend."""
+"""Fixtures of the optimizer tests: an empty system database on each backend, a local catalog,
+and the services a test started (stopped after it)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+
+from mixed_iceberg import MixedCatalog
+from mixed_iceberg.optimizer.service import OptimizerService
+from tests.support.tables import local_catalog
 
 
 @pytest.fixture
@@ -34,3 +39,17 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/system.db"
     return str(request.getfixturevalue("postgres_db_url"))
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> MixedCatalog:
+    return local_catalog(tmp_path / "catalog")
+
+
+@pytest.fixture
+def services() -> Iterator[list[OptimizerService]]:
+    """Services a test started; each is stopped after the test."""
+    started: list[OptimizerService] = []
+    yield started
+    for service in started:
+        service.stop()

@@ -8,8 +8,6 @@ while the service runs in this process (its threads), which then reads them afre
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,8 +20,7 @@ from mixed_iceberg.optimizer.service import OptimizerService
 from mixed_iceberg.optimizer.sysdb.database import ProcessRecord, SystemDatabase, TaskRecord
 from mixed_iceberg.optimizer.work import ExecutedTask
 from tests.support.damage import damage, forget_reads, local
-from tests.support.optimizer import DUE, churn
-from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog
+from tests.support.optimizer import churn, due_table, successes, wait_for
 
 FAST = {
     "refresh-interval": "300ms",
@@ -45,56 +42,25 @@ def _config(tmp_path: Path, **properties: str) -> OptimizerConfig:
     )
 
 
-def _table(catalog: MixedCatalog, name: str, **properties: str) -> MixedTable:
-    table = catalog.create_table(f"db.{name}", ORDERS_SCHEMA, primary_key=["id"], properties={**DUE, **properties})
-    table.bulk_load(changes([("+I", k, "a", k, 1.0) for k in range(200)]).drop_columns(["_change_action"]))
-    churn(table, 4)
-    return table
-
-
-def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"not within {timeout:.0f} s: {what}")
-
-
-def _successes(db: SystemDatabase, name: str) -> int:
-    return sum(p.status == "SUCCESS" for p in db.processes(f"local.db.{name}"))
-
-
 def _failed_naming(db: SystemDatabase, name: str, location: str) -> bool:
     runtime = db.table(f"local.db.{name}")
     error = runtime.last_error if runtime is not None else None
     return runtime is not None and runtime.status == "FAILED" and error is not None and location in error
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> MixedCatalog:
-    return local_catalog(tmp_path / "catalog")
-
-
-@pytest.fixture
-def services() -> Iterator[list[OptimizerService]]:
-    started: list[OptimizerService] = []
-    yield started
-    for service in started:
-        service.stop()
-
-
 def test_each_kind_of_damage_marks_its_table_failed_naming_the_file_and_the_siblings_are_optimized(
     tmp_path: Path, catalog: MixedCatalog, services: list[OptimizerService]
 ) -> None:
-    siblings = [_table(catalog, "sibling_a"), _table(catalog, "sibling_b")]
+    siblings = [due_table(catalog, "sibling_a"), due_table(catalog, "sibling_b")]
     kinds = ["metadata", "manifest-list", "manifest", "data-file", "delete-file"]
-    victims = {kind: _table(catalog, kind.replace("-", "_"), **NO_RETRIES) for kind in kinds}
+    victims = {kind: due_table(catalog, kind.replace("-", "_"), **NO_RETRIES) for kind in kinds}
     service = OptimizerService(_config(tmp_path), "default", threads=2, catalogs={"local": catalog})
     services.append(service.start())
     db = service.db
     everyone = [t.name.removeprefix("db.") for t in [*siblings, *victims.values()]]
-    _wait_for(lambda: all(_successes(db, name) >= 1 for name in everyone), "every table optimized once (B and PD files)")
+    wait_for(
+        lambda: all(successes(db, f"local.db.{name}") >= 1 for name in everyone), "every table optimized once (B and PD files)"
+    )
     damaged = {}
     for kind, victim in victims.items():
         how = {"metadata": "truncate", "manifest-list": "garbage", "data-file": "remove"}.get(kind, "truncate")
@@ -106,14 +72,12 @@ def test_each_kind_of_damage_marks_its_table_failed_naming_the_file_and_the_sibl
         churn(sibling, 4)
     for kind, victim in victims.items():
         name = victim.name.removeprefix("db.")
-        _wait_for(
-            lambda name=name, kind=kind: _failed_naming(db, name, damaged[kind]), f"{name} FAILED naming its damaged {kind}"
-        )
+        wait_for(lambda name=name, kind=kind: _failed_naming(db, name, damaged[kind]), f"{name} FAILED naming its damaged {kind}")
         runtime = db.table(f"local.db.{name}")
         assert runtime is not None
         assert runtime.last_error is not None
         assert "CorruptFileError" in runtime.last_error or "MissingFileError" in runtime.last_error, runtime.last_error
-    _wait_for(lambda: all(_successes(db, s.name.removeprefix("db.")) >= 2 for s in siblings), "the siblings optimized again")
+    wait_for(lambda: all(successes(db, f"local.{s.name}") >= 2 for s in siblings), "the siblings optimized again")
     report = group_report(db, service.config)
     listed = {t["table"]: t["status"] for t in report[0]["tables"]}
     assert {f"local.db.{v.name.removeprefix('db.')}" for v in victims.values()} <= {t for t, s in listed.items() if s == "FAILED"}
@@ -124,14 +88,14 @@ def test_each_kind_of_damage_marks_its_table_failed_naming_the_file_and_the_sibl
 def test_a_table_damaged_before_the_service_first_runs_is_listed_failed_and_its_sibling_is_optimized(
     tmp_path: Path, catalog: MixedCatalog, services: list[OptimizerService]
 ) -> None:
-    sibling = _table(catalog, "sibling")
-    broken = _table(catalog, "broken")
+    sibling = due_table(catalog, "sibling")
+    broken = due_table(catalog, "broken")
     location = damage(broken, "metadata", "garbage", catalog)
     service = OptimizerService(_config(tmp_path), "default", catalogs={"local": catalog})
     services.append(service.start())
     db = service.db
-    _wait_for(lambda: _failed_naming(db, "broken", location), "the damaged table FAILED in the default group")
-    _wait_for(lambda: _successes(db, "sibling") >= 1, "its sibling optimized")
+    wait_for(lambda: _failed_naming(db, "broken", location), "the damaged table FAILED in the default group")
+    wait_for(lambda: successes(db, "local.db.sibling") >= 1, "its sibling optimized")
     assert {t.table_id for t in db.tables("default")} == {"local.db.broken", "local.db.sibling"}
     assert sibling.refresh().optimizing.evaluate().type is None
 
@@ -139,9 +103,9 @@ def test_a_table_damaged_before_the_service_first_runs_is_listed_failed_and_its_
 def test_damage_met_at_commit_or_in_maintenance_fails_only_that_table(
     tmp_path: Path, catalog: MixedCatalog, services: list[OptimizerService], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sibling = _table(catalog, "sibling")
-    at_commit = _table(catalog, "at_commit")
-    in_maintenance = _table(catalog, "in_maintenance")
+    sibling = due_table(catalog, "sibling")
+    at_commit = due_table(catalog, "at_commit")
+    in_maintenance = due_table(catalog, "in_maintenance")
     damaged: dict[str, str] = {}
     real_run_task = execution_module.run_task
 
@@ -155,23 +119,23 @@ def test_damage_met_at_commit_or_in_maintenance_fails_only_that_table(
     service = OptimizerService(_config(tmp_path, **{"maintenance-interval": "1s"}), "default", catalogs={"local": catalog})
     services.append(service.start())
     db = service.db
-    _wait_for(lambda: _failed_naming(db, "at_commit", damaged.get("at_commit", "?")), "at_commit FAILED at its commit")
+    wait_for(lambda: _failed_naming(db, "at_commit", damaged.get("at_commit", "?")), "at_commit FAILED at its commit")
     runtime = db.table("local.db.at_commit")
     assert runtime is not None
     assert runtime.last_error is not None
     assert runtime.last_error.startswith("commit failed: CorruptFileError")
     # Maintenance: expiry reads the manifest lists of the snapshots it expires, which no plan reads.
-    _wait_for(lambda: _successes(db, "in_maintenance") >= 1, "in_maintenance optimized")
+    wait_for(lambda: successes(db, "local.db.in_maintenance") >= 1, "in_maintenance optimized")
     change = in_maintenance.refresh().change_store
     assert change is not None
     oldest = min(change.metadata.snapshots, key=lambda s: s.sequence_number)
     local(oldest.manifest_list).write_bytes(b"not a manifest list")
     forget_reads(catalog)
     in_maintenance.update_properties({"snapshot.keep.duration": "0min"})  # expire everything expirable
-    _wait_for(lambda: _failed_naming(db, "in_maintenance", oldest.manifest_list), "in_maintenance FAILED in maintenance")
+    wait_for(lambda: _failed_naming(db, "in_maintenance", oldest.manifest_list), "in_maintenance FAILED in maintenance")
     runtime = db.table("local.db.in_maintenance")
     assert runtime is not None
     assert runtime.maintenance_error is not None
     assert oldest.manifest_list in runtime.maintenance_error
     churn(sibling, 4)
-    _wait_for(lambda: _successes(db, "sibling") >= 2, "the sibling optimized again")
+    wait_for(lambda: successes(db, "local.db.sibling") >= 2, "the sibling optimized again")

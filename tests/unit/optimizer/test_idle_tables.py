@@ -9,7 +9,6 @@ Evaluations are counted at ``plan_process``, the one entry to planning.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,7 @@ from mixed_iceberg.optimizer.coordination import SETTLED_RECHECK_REFRESHES
 from mixed_iceberg.optimizer.service import OptimizerService
 from mixed_iceberg.optimizer.sysdb.database import SystemDatabase, now_ms
 from mixed_iceberg.optimizer.work import settled
-from tests.support.optimizer import DUE, churn
-from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog
+from tests.support.optimizer import churn, due_table, successes, wait_for
 
 
 def config(tmp_path: Path, refresh: str) -> OptimizerConfig:
@@ -42,30 +40,6 @@ def config(tmp_path: Path, refresh: str) -> OptimizerConfig:
     )
 
 
-def loaded(catalog: MixedCatalog, name: str, **properties: str) -> MixedTable:
-    table = catalog.create_table(f"db.{name}", ORDERS_SCHEMA, primary_key=["id"], properties={**DUE, **properties})
-    table.bulk_load(changes([("+I", k, "a", k, 1.0) for k in range(200)]).drop_columns(["_change_action"]))
-    return table
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout:.0f} s: {what}")
-
-
-def successes(db: SystemDatabase, table_id: str) -> int:
-    return sum(p.status == "SUCCESS" for p in db.processes(table_id))
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> MixedCatalog:
-    return local_catalog(tmp_path / "catalog")
-
-
 @pytest.fixture
 def evaluations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The table ids ``plan_process`` is called for, in order."""
@@ -80,18 +54,10 @@ def evaluations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
-@pytest.fixture
-def services() -> Iterator[list[OptimizerService]]:
-    started: list[OptimizerService] = []
-    yield started
-    for service in started:
-        service.stop()
-
-
 def test_only_a_commit_or_a_trigger_interval_can_make_a_table_due(catalog: MixedCatalog) -> None:
-    healthy = loaded(catalog, "healthy")
+    healthy = due_table(catalog, "healthy", 0)
     assert settled(healthy.refresh())
-    waiting = loaded(catalog, "waiting", **{"self-optimizing.minor.trigger.interval": "3600000"})
+    waiting = due_table(catalog, "waiting", 0, **{"self-optimizing.minor.trigger.interval": "3600000"})
     churn(waiting, 1)  # one change commit: below the file count, due once the minor interval runs out
     assert waiting.refresh().optimizing.evaluate().type is None
     assert not settled(waiting)
@@ -105,7 +71,7 @@ def test_a_settled_table_is_not_evaluated_on_every_refresh_and_a_commit_wakes_it
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(served_tables, "TABLES_KEPT", 2)
-    tables = [loaded(catalog, f"t{i}") for i in range(4)]
+    tables = [due_table(catalog, f"t{i}", 0) for i in range(4)]
     ids = [f"local.db.t{i}" for i in range(4)]
     service = OptimizerService(config(tmp_path, "300ms"), "default", catalogs={"local": catalog})
     services.append(service.start())
@@ -133,8 +99,8 @@ def test_a_settled_table_is_not_evaluated_on_every_refresh_and_a_commit_wakes_it
 def test_a_commit_to_an_idle_table_is_planned_and_committed_by_rounds_over_that_table_alone(
     tmp_path: Path, catalog: MixedCatalog, services: list[OptimizerService], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    table = loaded(catalog, "t")
-    loaded(catalog, "idle")
+    table = due_table(catalog, "t", 0)
+    due_table(catalog, "idle", 0)
     service = OptimizerService(config(tmp_path, "10min"), "default", catalogs={"local": catalog})
     reads: list[str] = []
     every_table = service.db.tables

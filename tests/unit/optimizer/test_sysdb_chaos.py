@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from mixed_iceberg import MixedCatalog
@@ -21,7 +20,7 @@ from mixed_iceberg.optimizer.config import parse_optimizer_config
 from mixed_iceberg.optimizer.service import OptimizerService
 from mixed_iceberg.optimizer.sysdb.database import ProcessStatus, SystemDatabase, TableStatus, TaskStatus
 from tests.support.db_faults import ConnectionFaults, Fault
-from tests.support.optimizer import DUE, churn
+from tests.support.optimizer import DUE, churn, wait_for
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
 
 #: The steps of one process, in the order it passes them.
@@ -81,15 +80,6 @@ class StateWatch:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
-
-
-def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"not within {timeout:.0f} s: {what}")
 
 
 def test_a_process_survives_its_database_connection_dropping_and_stalling_at_every_step(db_url: str, tmp_path: Path) -> None:
