@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.iceberg_rest_reference import ReferenceServer, reference_server
 from tests.support.services import KAFKA, POSTGRES, SEAWEEDFS, S3Endpoint, exported, s3_endpoint_from
 
 #: Each test once across scripts/test.sh's two venvs (--record-passed, --skip-passed).
@@ -39,3 +40,13 @@ def kafka_bootstrap() -> Iterator[str]:
     """``host:port`` of the single-node KRaft broker (``scripts/services/kafka.sh``)."""
     with KAFKA.leased() as bootstrap, exported("MIXED_ICEBERG_KAFKA_BOOTSTRAP", bootstrap):
         yield bootstrap
+
+
+@pytest.fixture(scope="session")
+def iceberg_rest_reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceServer]:
+    """Iceberg's reference REST catalog server (Jetty over a SQLite JDBC catalog, on loopback),
+    one JVM for the session: the independent server the REST tests check our client and kit
+    harness against (``tests/support/iceberg_rest_reference.py``). The kit drops its own
+    namespaces (``ns``, ``newdb``) before each of its tests; other tests use names of their own."""
+    with reference_server(tmp_path_factory.mktemp("iceberg-rest-reference")) as server:
+        yield server

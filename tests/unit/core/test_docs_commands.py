@@ -103,6 +103,7 @@ RUN_BY: list[tuple[str, str | None, str]] = [
     (r"bash scripts/services/connect\.sh (start|stop)", "tests/integration/test_debezium_postgres.py::connect_url", ""),
     (r"bash scripts/services/flink\.sh (start|stop)", "tests/integration/test_flink_cluster_ingest.py::flink_rest", ""),
     (r"bash scripts/jars/loopback-agent\.sh", "tests/integration/test_loopback_agent.py::agent", ""),
+    (r"bash scripts/jars/rest\.sh", "tests/conftest.py::iceberg_rest_reference", ""),
     (
         r"bash scripts/services/flink\.sh (run -py .*|cli list)",
         "tests/integration/test_flink_cluster_ingest.py::test_flink_run_on_a_session_cluster_ingests_exactly_once",
@@ -138,6 +139,11 @@ RUN_BY: list[tuple[str, str | None, str]] = [
         r"python -m bench\.(cdc_parser|optimizing_soak|read_memory)",
         None,
         "benchmarks docs/ cites for their figures (bench/README.md); not offered in the README",
+    ),
+    (
+        r"python -m tests\.support\.rck --uri .*",
+        "tests/integration/test_rest_compatibility_kit.py::test_the_kit_passes_against_icebergs_reference_server_skipping_only_its_own_assumptions",
+        "",
     ),
     (r"python -m tests\.support\.services reap", None, "scripts/test.sh runs it when the session ends"),
     (r"\.venv-core/bin/python -m pytest .*", None, "scripts/test.sh's core step: the unit tests in the venv without extras"),
