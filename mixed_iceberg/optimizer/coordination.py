@@ -20,6 +20,10 @@ no refresh, and such a round reads only its tables. A full round does the follow
      ``max-input-file-size-per-thread`` x threads of input;
    * or runs the table's maintenance when ``maintenance-interval`` is due.
 
+   The tables with nothing in flight go to the planner threads first; the commits run while
+   they plan, and a table just committed is planned after them: a due table never waits
+   behind another table's commit.
+
 A table with nothing due is evaluated again on the next refresh, unless it is *settled*
 (:func:`~mixed_iceberg.optimizer.work.settled`: no trigger interval running out can make it
 due, only a commit can): then it is evaluated again when it receives a commit, and otherwise
@@ -34,7 +38,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Collection
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from mixed_iceberg.exceptions import CorruptTableError, TableBusyError
 from mixed_iceberg.optimizer.bookkeeping import Bookkeeping
@@ -174,31 +178,25 @@ class Coordinator:
         loads = [TableLoad(t.table_id, t.quota, 0, 0, t.last_optimized_ms, True) for t in runtimes.values()]
         order = [load.table_id for load in table_order(props.policy, loads, window_ms=props.quota_look_back_ms, threads=threads)]
         budget = props.max_input_per_thread * threads
-        to_plan: list[TableRuntime] = []
+        # Tables with nothing in flight are planned first (on the planner threads), and the
+        # processes in flight advanced (committed) meanwhile: a due table never waits behind
+        # another table's commit. A table committed here is planned again in this round, after.
+        waiting = [runtimes[t] for t in order if runtimes[t].process_id is None]
+        jobs, planned_bytes = self._start_planning(waiting, planners, budget, 0)
+        again: list[TableRuntime] = []
         for table_id in order:
             runtime = runtimes[table_id]
-            if runtime.process_id is not None:
-                self._changed.discard(table_id)  # its commit is seen when the process ends
-                if self.bookkeeping.advance(runtime) is ProcessStatus.SUCCESS:
-                    # Planned again in this round: the table's next change waits no refresh interval.
-                    refreshed = db.table(table_id)
-                    if refreshed is not None and refreshed.process_id is None:
-                        to_plan.append(refreshed)
-            else:
-                to_plan.append(runtime)
-        planned_bytes = 0
-        jobs = []
-        for runtime in to_plan:
-            if planned_bytes >= budget or ctx.stop.is_set():
-                break
-            if not db.claim_table(runtime.table_id, ctx.optimizer_id, ctx.lease()):
+            if runtime.process_id is None:
                 continue
-            if planners is None:
-                planned_bytes += self._plan(runtime)
-            else:
-                jobs.append(planners.submit(self._plan, runtime))
-        for job in jobs:
-            planned_bytes += job.result()
+            self._changed.discard(table_id)  # its commit is seen when the process ends
+            if self.bookkeeping.advance(runtime) is ProcessStatus.SUCCESS:
+                # Planned again in this round: the table's next change waits no refresh interval.
+                refreshed = db.table(table_id)
+                if refreshed is not None and refreshed.process_id is None:
+                    again.append(refreshed)
+        planned_bytes += sum(job.result() for job in jobs)
+        jobs, planned_bytes = self._start_planning(again, planners, budget, planned_bytes)
+        planned_bytes += sum(job.result() for job in jobs)
         if only is None:
             self._maintain()
         if runtimes:  # read again: what this round planned, committed or failed waits until a new time
@@ -211,6 +209,25 @@ class Coordinator:
                 self._due.pop(table_id, None)
         self._due.update((t.table_id, t.next_plan_ms) for t in tables if t.process_id is None and t.next_plan_ms > now)
         return min(self._due.values(), default=None)
+
+    def _start_planning(
+        self, runtimes: list[TableRuntime], planners: ThreadPoolExecutor | None, budget: int, planned_bytes: int
+    ) -> tuple[list[Future[int]], int]:
+        """Claim and plan ``runtimes`` in order while the round's input ``budget`` lasts: on the
+        ``planners`` (the jobs returned, their bytes counted when they end) or here, in turn
+        (their bytes counted in the total returned)."""
+        ctx = self.context
+        jobs: list[Future[int]] = []
+        for runtime in runtimes:
+            if planned_bytes >= budget or ctx.stop.is_set():
+                break
+            if not ctx.db.claim_table(runtime.table_id, ctx.optimizer_id, ctx.lease()):
+                continue
+            if planners is None:
+                planned_bytes += self._plan(runtime)
+            else:
+                jobs.append(planners.submit(self._plan, runtime))
+        return jobs, planned_bytes
 
     def _runtimes(self, only: Collection[str] | None) -> list[TableRuntime]:
         """The group's tables as the system database has them (``only`` those of these ids)."""

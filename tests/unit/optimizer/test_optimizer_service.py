@@ -8,17 +8,20 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mixed_iceberg import MixedCatalog, MixedTable, TableFormat
 from mixed_iceberg.basestore.optimized_sequence import read_optimized_sequence
+from mixed_iceberg.optimizer import coordination
 from mixed_iceberg.optimizer import execution as execution_module
 from mixed_iceberg.optimizer.config import OptimizerConfig, parse_optimizer_config
 from mixed_iceberg.optimizer.report import group_report, warnings
 from mixed_iceberg.optimizer.service import OptimizerService
-from mixed_iceberg.optimizer.sysdb.database import ProcessRecord, SystemDatabase, TaskRecord
+from mixed_iceberg.optimizer.sysdb.database import ProcessRecord, ProcessStatus, SystemDatabase, TableRuntime, TaskRecord
 from mixed_iceberg.optimizer.work import ExecutedTask
 from mixed_iceberg.optimizing.model import OptimizingType
 from tests.support.optimizer import DUE, churn, due_table, successes, wait_for
@@ -398,3 +401,39 @@ def test_the_flink_jobs_optimizer_stops_and_unregisters_once_its_subtask_stops_t
     finally:
         function.close()
         db.dispose()
+
+
+def test_a_due_table_is_planned_while_another_tables_process_commits(
+    tmp_path: Path, catalog: MixedCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit (the bookkeeping of a finished process) runs beside the planning of the tables
+    with nothing in flight, never before it: a due table does not wait behind it."""
+    due_table(catalog, "a")
+    service = OptimizerService(config(tmp_path, default={}), "default", threads=1, catalogs={"local": catalog})
+    service.db.migrate()
+    service.optimizer_id = service.db.register_optimizer("default", service.container, 1)
+    with ThreadPoolExecutor(max_workers=2) as planners:
+        service.coordinate(planners)  # a planned
+        while service.execute_one():
+            pass  # a's tasks done: its process waits for its commit
+        due_table(catalog, "b")
+        b_planning = threading.Event()
+        plan = coordination.plan_process
+
+        def planning(table: MixedTable, *args: Any, **kwargs: Any) -> Any:
+            if table.name == "db.b":
+                b_planning.set()
+            return plan(table, *args, **kwargs)
+
+        advance = service.bookkeeping.advance
+
+        def committing(runtime: TableRuntime) -> ProcessStatus | None:
+            assert b_planning.wait(10), "b's planning waited for a's commit"
+            return advance(runtime)
+
+        monkeypatch.setattr(coordination, "plan_process", planning)
+        monkeypatch.setattr(service.bookkeeping, "advance", committing)
+        service.coordinate(planners)
+    assert successes(service.db, "local.db.a") == 1
+    assert service.db.table("local.db.b").process_id is not None  # type: ignore[union-attr]
+    service.db.dispose()
