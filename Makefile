@@ -5,7 +5,7 @@ UV        := $(VENV)/bin/uv
 STAMP     := $(VENV)/.installed
 PYTHON    ?= python3
 
-.PHONY: install demo demo-library demo-postgres test lint typecheck unit clean bench-peers
+.PHONY: install demo demo-library demo-postgres serve test lint typecheck unit clean bench-peers
 
 $(STAMP): pyproject.toml requirements/overrides.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ demo-postgres: install
 # The library-only demo (no Kafka, no Flink), also the fallback of `demo` without Java/Maven.
 demo-library: install
 	$(PY) scripts/demo.py
+
+# The catalogs of conf/catalogs.yaml as an Iceberg REST catalog on 127.0.0.1:8181 (docs/rest.md).
+serve: install
+	$(VENV)/bin/mixed-iceberg serve --config conf/service.yaml $(ARGS)
 
 test: install
 	bash scripts/test.sh

@@ -35,6 +35,7 @@
     ├── WriterFailedError           an ingest writer's commit failed; it must be restarted
     ├── TableBusyError              the optimizer's system database holds a process in flight for the table
     ├── LogStoreError               a LogStore (Kafka) operation failed: a missing topic, an undelivered message
+    ├── RequestRefusedError         the REST service refuses a request: malformed, outside the warehouse, a keyed store's rule
     └── SystemDatabaseError         a row of the optimizer's system database this version cannot read (a task format, a status)
 
 Messages name the table and say what was expected and what was found.
@@ -68,6 +69,7 @@ __all__ = [
     "OptimizedSequenceMismatchError",
     "PropertyError",
     "RepeatedKeyError",
+    "RequestRefusedError",
     "SchemaEvolutionError",
     "SchemaMismatchError",
     "SnapshotExpiredError",
@@ -252,6 +254,18 @@ class WriterFailedError(MixedIcebergError):
 
 class LogStoreError(MixedIcebergError):
     """A LogStore operation failed: a missing topic, an undelivered message, a Kafka error."""
+
+
+class RequestRefusedError(MixedIcebergError):
+    """The REST service (``mixed-iceberg serve``) refuses a request and wrote nothing: ``kind``
+    says why, as the REST spec's error types do: ``bad-request`` (malformed, a path-like name, a
+    location outside the catalog's warehouse), ``forbidden`` (a plain client's write to a keyed
+    table's store), ``unauthorized`` (no valid token), ``unsupported`` (a feature not served),
+    ``invalid`` (well-formed but contradictory, as a key both set and removed)."""
+
+    def __init__(self, message: str, kind: str = "bad-request") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class NoSuchNamespaceError(MixedIcebergError):

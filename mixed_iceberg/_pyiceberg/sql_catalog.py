@@ -109,6 +109,11 @@ class SqlCatalogWithCache(SqlCatalog):
         log.info("%s.%s: folder %s holds files of another table; created at %s", database_name, table_name, resolved, fresh)
         return fresh
 
+    def table_location(self, location: str | None, namespace: str, table: str) -> str:
+        """Where a new table ``namespace.table`` goes: ``location`` if given, else the default
+        (beside a folder that still holds files), without creating anything."""
+        return self._resolve_table_location(location, namespace, table)
+
     def location_taken(self, location: str) -> bool:
         """Hook: whether a new table must not go to ``location`` (pyiceberg: never)."""
         return False

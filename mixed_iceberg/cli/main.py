@@ -5,6 +5,7 @@ mixed-iceberg status                                   the optimizer groups (as 
 mixed-iceberg [--catalog local] optimize db.orders [--type minor|major|full]
 mixed-iceberg optimizer --group default [--threads 2]  run an optimizer (the local container)
 mixed-iceberg groups                                   optimizer groups: live optimizers, backlog, tables
+mixed-iceberg serve [--config conf/service.yaml]       the catalogs as an Iceberg REST catalog (docs/rest.md)
 """
 
 from __future__ import annotations
@@ -94,6 +95,12 @@ def _groups(config_path: str | None) -> int:
     return 0
 
 
+def _serve(config_path: str | None, host: str | None, port: int | None) -> int:
+    from mixed_iceberg.service import load_service_config, serve
+
+    return serve(load_service_config(config_path, host=host, port=port))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="mixed-iceberg", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -115,12 +122,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     optimizer.add_argument("--config", default=None, help="optimizer config (default conf/optimizer.yaml)")
     groups = sub.add_parser("groups", help="optimizer groups: live optimizers, pending tasks, table states")
     groups.add_argument("--config", default=None, help="optimizer config (default conf/optimizer.yaml)")
+    serve = sub.add_parser("serve", help="serve the catalogs as an Iceberg REST catalog until SIGTERM/SIGINT")
+    serve.add_argument("--config", default=None, help="service config (default conf/service.yaml)")
+    serve.add_argument("--host", default=None, help="override the config's host")
+    serve.add_argument("--port", type=int, default=None, help="override the config's port (0: any free port)")
     args = parser.parse_args(argv)
-    level = logging.INFO if args.verbose or args.command == "optimizer" else logging.WARNING
+    level = logging.INFO if args.verbose or args.command in ("optimizer", "serve") else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "optimizer":
             return _run_optimizer(args.config, args.group, args.threads)
+        if args.command == "serve":
+            return _serve(args.config, args.host, args.port)
         if args.command == "groups" or (args.command == "status" and args.table is None):
             return _groups(args.config)
         if args.command == "status":

@@ -36,6 +36,17 @@ RUN_BY: list[tuple[str, str | None, str]] = [
         "",
     ),
     (r"make test", None, "the suite itself: scripts/test.sh, which CI runs"),
+    (
+        r"make serve",
+        None,
+        "a server that runs until stopped: it runs `mixed-iceberg serve --config conf/service.yaml`, which "
+        "tests/support/rest_server.py starts (with a test config) for every REST test",
+    ),
+    (
+        r"(?:\.venv/bin/)?mixed-iceberg serve( --config conf/service\.yaml)?",
+        "tests/integration/test_rest_pyiceberg.py::test_many_tiny_appends_and_a_schema_change_read_back_equal",
+        "",
+    ),
     (r"make install", None, "a prerequisite of every make target; the suite runs in the venv it built"),
     (
         r"make bench-peers",

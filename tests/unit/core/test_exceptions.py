@@ -39,6 +39,7 @@ PINNED = [
     "OptimizedSequenceMismatchError",
     "PropertyError",
     "RepeatedKeyError",
+    "RequestRefusedError",
     "SchemaEvolutionError",
     "SchemaMismatchError",
     "SnapshotExpiredError",

@@ -1,0 +1,79 @@
+"""Run the REST catalog: bind, print where, serve with uvicorn until SIGTERM/SIGINT.
+
+The socket is bound here (``port: 0`` picks a free port) and its address printed as the first
+line of stdout, ``mixed-iceberg serve: listening on http://<host>:<port>``, so a supervisor
+(the test fixture ``tests/support/rest_server.py``) learns the port without guessing. Every
+configured secret is masked in every log record of the process (:class:`SecretFilter`).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+
+import uvicorn
+
+from mixed_iceberg.service.app import create_app
+from mixed_iceberg.service.settings import ServiceConfig
+
+__all__ = ["SecretFilter", "serve"]
+
+log = logging.getLogger(__name__)
+
+
+class SecretFilter(logging.Filter):
+    """Replaces every configured secret in a log record's message with ``***``."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        super().__init__()
+        self.secrets = [s for s in secrets if s]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.secrets:
+            message = record.getMessage()
+            if any(secret in message for secret in self.secrets):
+                for secret in self.secrets:
+                    message = message.replace(secret, "***")
+                record.msg, record.args = message, None
+        return True
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(config: ServiceConfig) -> int:
+    """Serve until stopped; the exit code.
+
+    Raises:
+        ConfigError: a non-loopback host without tokens, or a catalogs file without sql catalogs.
+    """
+    config.check_bind()
+    redact = SecretFilter(config.secrets())
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(redact)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logging.getLogger(name).addFilter(redact)
+    app = create_app(config)
+    sock = _bind(config.host, config.port)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"mixed-iceberg serve: listening on http://{shown}:{port}", flush=True)
+    log.info(
+        "serving %s on http://%s:%d (tokens %s)",
+        sorted(app.state.service.catalogs.catalogs),
+        shown,
+        port,
+        "required" if config.auth_required else "off",
+    )
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+    server.run(sockets=[sock])
+    sys.stdout.flush()
+    return 0
