@@ -49,7 +49,7 @@ class Executors:
         ctx = self.context
         db, props, group = ctx.db, ctx.group.properties, ctx.group.name
         threads = db.group_threads(group, props.heartbeat_timeout_ms)
-        loads = db.table_loads(group, now_ms() - props.quota_look_back_ms)
+        loads = db.table_loads(group, now_ms() - props.quota_look_back_ms, waiting_only=True)
         table_id = pick_table(
             props.policy, loads, window_ms=props.quota_look_back_ms, threads=threads, break_quota=props.break_quota
         )

@@ -177,13 +177,24 @@ class ProcessesAndTasks(Connected):
         with self._read("tasks") as c:
             return [record(TaskRecord, row) for row in c.execute(query)]
 
-    def table_loads(self, group: str, since_ms: int) -> list[TableLoad]:
+    def table_loads(self, group: str, since_ms: int, *, waiting_only: bool = False) -> list[TableLoad]:
         """Per served table of ``group``, what the scheduling policy weighs: its quota, executor
         ms since ``since_ms`` (running tasks up to now), running tasks, last optimize time and
-        whether a task of it waits."""
+        whether a task of it waits. ``waiting_only``: the tables with a waiting task alone (what
+        an executor picks from; none waiting costs one indexed query, whatever the tables)."""
         now = now_ms()
         with self._read("table_loads") as c:
-            tables = {row.table_id: row for row in c.execute(select(TABLES).where(TABLES.c.group_name == group))}
+            waiting = set(
+                c.execute(
+                    select(TASKS.c.table_id).where(TASKS.c.group_name == group, TASKS.c.status == TaskStatus.PLANNED).distinct()
+                ).scalars()
+            )
+            if waiting_only and not waiting:
+                return []
+            query = select(TABLES).where(TABLES.c.group_name == group)
+            if waiting_only:
+                query = query.where(TABLES.c.table_id.in_(sorted(waiting)))
+            tables = {row.table_id: row for row in c.execute(query)}
             used = executor_ms(c, TASKS.c.table_id, since_ms, now, TASKS.c.group_name == group)
             running: dict[str, int] = {
                 table_id: int(count)
@@ -193,11 +204,6 @@ class ProcessesAndTasks(Connected):
                     .group_by(TASKS.c.table_id)
                 )
             }
-            waiting = set(
-                c.execute(
-                    select(TASKS.c.table_id).where(TASKS.c.group_name == group, TASKS.c.status == TaskStatus.PLANNED).distinct()
-                ).scalars()
-            )
         return [
             TableLoad(
                 table_id,

@@ -217,6 +217,16 @@ def test_a_completed_task_records_its_output_and_counts_toward_its_tables_execut
     assert db.table("local.db.t").last_minor_ms is not None  # type: ignore[union-attr]
 
 
+def test_an_executor_reads_the_loads_of_the_tables_with_a_waiting_task_alone(db: SystemDatabase) -> None:
+    # What an idle executor polls: with thousands of idle tables in the group, none is read.
+    db.sync_tables("g", [("local.db.idle", "local", "db.idle", 0.5)])
+    assert db.table_loads("g", 0, waiting_only=True) == []
+    _plan(db, "local.db.t", tasks=1)
+    db.sync_tables("g", [("local.db.t", "local", "db.t", 0.5), ("local.db.idle", "local", "db.idle", 0.5)])
+    assert [(load.table_id, load.waiting) for load in db.table_loads("g", 0, waiting_only=True)] == [("local.db.t", True)]
+    assert sorted(load.table_id for load in db.table_loads("g", 0)) == ["local.db.idle", "local.db.t"]
+
+
 def test_a_process_ends_once_and_a_late_second_end_leaves_the_tables_next_process_alone(db: SystemDatabase) -> None:
     # Two optimizers read the table while process 1 was in flight; the first ends it and
     # plans process 2; the second, late, must neither end process 1 again nor detach process 2.
