@@ -47,9 +47,11 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_json
 from pyiceberg import manifest
+from pyiceberg import table as table_models
 from pyiceberg.avro import encoder, reader, resolver, writer
 from pyiceberg.avro import file as avro_file
 from pyiceberg.avro.codecs import AVRO_CODEC_KEY, CODEC_MAPPING_ICEBERG_TO_AVRO
+from pyiceberg.catalog import rest
 from pyiceberg.schema import Schema
 from pyiceberg.table import metadata, statistics, update
 from pyiceberg.table.metadata import TableMetadata
@@ -66,13 +68,15 @@ _applied = False
 
 
 def apply() -> None:
-    """Widen ``BlobMetadata.type`` to any string (idempotent)."""
+    """Widen ``BlobMetadata.type`` to any string, and the rest above (idempotent)."""
     global _applied
     if _applied:
         return
     statistics.BlobMetadata.model_fields["type"].annotation = str
-    # Every model that embeds BlobMetadata caches a validator built from the old field.
-    for module in (statistics, metadata, update):
+    # Every model that embeds BlobMetadata caches a validator built from the old field: the
+    # metadata models, the updates, and the responses that carry metadata (a REST catalog's
+    # LoadTable/CreateTable response, pyiceberg.catalog.rest; its commit response, pyiceberg.table).
+    for module in (statistics, metadata, update, table_models, rest):
         for value in list(vars(module).values()):
             if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__ == module.__name__:
                 value.model_rebuild(force=True)

@@ -233,4 +233,6 @@ def load_catalog_config(name: str, path: Path | None = None, overrides: Mapping[
         raise ConfigError(
             f"catalog {name!r}: a sql catalog needs properties 'uri' and 'warehouse'; found {sorted(config.properties)}"
         )
+    if config.type == "rest":  # the server interprets its warehouse (a name or a location): passed as given
+        return config
     return config.model_copy(update={"properties": _resolve_paths(config.properties, home)})

@@ -12,6 +12,7 @@ __all__ = [
     "PRIMARY_KEY_FIELDS",
     "TABLE_FORMAT",
     "TABLE_STORE",
+    "WRITER_HEADER",
     "change_store_name",
     "primary_key_of",
     "store_properties",
@@ -22,6 +23,10 @@ TABLE_FORMAT = "table-format"
 PRIMARY_KEY_FIELDS = "mixed-format.primary-key-fields"
 TABLE_STORE = "mixed-format.table-store"
 CHANGE_IDENTIFIER = "mixed-format.change.identifier"
+#: The HTTP header mixed-iceberg's REST client sends with every request, so that a REST server
+#: guarding keyed tables (``mixed-iceberg serve``) tells its structural changes (a schema change
+#: applied to both stores) from a plain client's; other servers ignore it.
+WRITER_HEADER = "X-Mixed-Iceberg-Writer"
 
 
 def change_store_name(table_name: str, separator: str) -> str:

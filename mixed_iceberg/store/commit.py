@@ -15,7 +15,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from pyiceberg import exceptions as ice
-from pyiceberg.exceptions import CommitFailedException, ValidationException
+from pyiceberg.exceptions import (
+    BadRequestError,
+    CommitFailedException,
+    ForbiddenError,
+    UnauthorizedError,
+    ValidationException,
+)
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.snapshots import Operation
@@ -24,6 +30,7 @@ from mixed_iceberg._pyiceberg.transaction import GuardedTransaction, StagedAppen
 from mixed_iceberg.config.registry import MANIFEST_MERGE_ENABLED
 from mixed_iceberg.exceptions import (
     CommitConflictError,
+    CommitError,
     CommitStateUnknownError,
     CorruptFileError,
     CorruptTableError,
@@ -252,6 +259,10 @@ def commit_files(
         # Both prove the commit did not land, so the new files are garbage.
         _delete_files(table, written)
         raise CommitConflictError(f"{name}: commit conflicted with a concurrent change and did not land: {exc}") from exc
+    except (BadRequestError, ForbiddenError, UnauthorizedError) as exc:
+        # A REST catalog refused the commit (400/401/403): it answered, so nothing landed.
+        _delete_files(table, written)
+        raise CommitError(f"{name}: the catalog refused the commit, nothing landed: {type(exc).__name__}: {exc}") from exc
     except CorruptTableError:
         # Met reading the table before anything was swapped in (its current metadata, the
         # parent's manifest list or manifests): the table is damaged and the commit never

@@ -10,6 +10,7 @@ import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
 from mixed_iceberg import load_catalog
+from mixed_iceberg.catalog.config import load_catalog_config
 from mixed_iceberg.exceptions import ConfigError
 from tests.support.tables import ORDERS_SCHEMA
 
@@ -123,3 +124,13 @@ def test_a_catalog_missing_from_an_existing_file_lists_the_names_it_holds(
         ConfigError, match=r"no catalog named 'local': expected an entry in .*catalogs.yaml \(found \['other'\]\)"
     ):
         load_catalog("local")
+
+
+@pytest.mark.parametrize("warehouse", ["local", "relative/wh", "s3://bucket/wh"])
+def test_a_rest_catalogs_warehouse_goes_to_the_server_as_given(tmp_path: Path, warehouse: str) -> None:
+    """A REST server interprets ``warehouse`` (a catalog name for ``serve``, a location for
+    others): unlike a SQL catalog's, it is not made a local path, nor created."""
+    config = load_catalog_config("remote", overrides={"type": "rest", "uri": "http://127.0.0.1:1", "warehouse": warehouse})
+    assert config.type == "rest"
+    assert config.properties["warehouse"] == warehouse
+    assert not (Path.cwd() / warehouse).exists()

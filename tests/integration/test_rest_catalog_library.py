@@ -1,0 +1,150 @@
+"""The library over a REST catalog: ``load_catalog(type="rest", uri=...)`` against Iceberg's own
+reference server (``iceberg_rest_reference``: Iceberg Java's REST handlers over a SQLite JDBC
+catalog, an independent implementation of the protocol).
+
+Each behaviour is checked against the same steps on a SQL catalog where it has an answer to
+compare with: a keyed table written through REST reads back, merged and as changes, exactly as
+it does through the SQL catalog. The optimizer service finds the REST catalog's tables without
+the SQL catalog's one-query pointer read (it lists and loads them) and optimizes them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyiceberg.table.snapshots import Operation
+
+from mixed_iceberg import MixedCatalog, MixedTable, load_catalog
+from mixed_iceberg.optimizer.config import parse_optimizer_config
+from mixed_iceberg.optimizer.service import OptimizerService
+from tests.support.iceberg_rest_reference import ReferenceServer
+from tests.support.optimizer import DUE, successes, wait_for
+from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
+
+pytestmark = pytest.mark.integration
+
+#: A namespace of these tests' own: the kit, sharing the server, drops ``ns`` and ``newdb``.
+NAMESPACE = "rest_lib"
+
+_BATCHES = [
+    [("+I", 1, "a", 1, 1.0), ("+I", 2, "b", 2, 2.0), ("+I", 3, "c", 3, 3.0)],
+    [("-U", 2, "b", 2, 2.0), ("+U", 2, "B", 20, 2.5), ("-D", 3, "c", 3, 3.0), ("+I", 4, "d", 4, 4.0)],
+    [("+I", 1, "again", 10, 1.5)],  # an insert over a live key: the latest wins
+]
+
+
+@pytest.fixture
+def rest_catalog(iceberg_rest_reference: ReferenceServer) -> Iterator[MixedCatalog]:
+    catalog = load_catalog("reference", type="rest", uri=iceberg_rest_reference.uri)
+    yield catalog
+    for name in catalog.list_tables(NAMESPACE):
+        catalog.purge_table(name)
+    if NAMESPACE in catalog.list_namespaces():
+        catalog.drop_namespace(NAMESPACE)
+
+
+def _write(table: MixedTable) -> None:
+    table.bulk_load(
+        changes([("+I", k, "base", k, 0.5) for k in range(10, 15)]).drop_columns(["_change_action"]), commit_id=("loader", 1)
+    )
+    for sequence, batch in enumerate(_BATCHES, start=1):
+        with table.new_transaction(("writer", sequence)) as txn:
+            txn.write(changes(batch))
+
+
+def test_a_keyed_table_through_rest_reads_back_merged_and_as_changes_as_through_sql(
+    rest_catalog: MixedCatalog, tmp_path: Path
+) -> None:
+    sql_catalog = local_catalog(tmp_path / "sql")
+    tables = {}
+    for catalog in (rest_catalog, sql_catalog):
+        table = catalog.create_table(f"{NAMESPACE}.orders", ORDERS_SCHEMA, primary_key=["id"], partition_by=["bucket(2, id)"])
+        _write(table)
+        with table.new_transaction(("writer", 2)) as txn:  # a replayed commit is a no-op
+            txn.write(changes(_BATCHES[1]))
+        tables[catalog.name] = catalog.load_table(f"{NAMESPACE}.orders")
+    through_rest, through_sql = tables["reference"], tables["local"]
+    assert list(through_rest.primary_key) == ["id"]
+    assert through_rest.change_store is not None
+    merged = rows_of(through_rest.scan().to_arrow())
+    assert merged == rows_of(through_sql.scan().to_arrow())
+    assert [r[:3] for r in merged][:4] == [(1, "again", 10), (2, "B", 20), (4, "d", 4), (10, "base", 10)]
+    assert rows_of(through_rest.changes().to_arrow()) == rows_of(through_sql.changes().to_arrow())
+    # The ChangeStore is an Iceberg table of the REST catalog, folded into its table when listed.
+    assert rest_catalog.list_tables(NAMESPACE) == [f"{NAMESPACE}.orders"]
+    assert rest_catalog.iceberg.table_exists(rest_catalog.change_identifier(f"{NAMESPACE}.orders"))
+
+
+def test_optimizing_through_rest_commits_a_replace_and_keeps_the_rows(rest_catalog: MixedCatalog) -> None:
+    table = rest_catalog.create_table(f"{NAMESPACE}.optimized", ORDERS_SCHEMA, primary_key=["id"])
+    _write(table)
+    before = rows_of(table.scan().to_arrow())
+    result = table.optimizing.run("full")
+    assert result is not None
+    assert result.committed
+    reloaded = rest_catalog.load_table(f"{NAMESPACE}.optimized")
+    assert rows_of(reloaded.scan().to_arrow()) == before
+    snapshot = reloaded.base_store.current_snapshot()
+    assert snapshot is not None
+    assert snapshot.summary is not None
+    assert snapshot.summary.operation == Operation.REPLACE, snapshot.summary
+    assert reloaded.optimizing.evaluate().type is None, "nothing is due after a full optimizing"
+
+
+def test_rename_and_purge_through_rest_move_and_delete_both_stores(rest_catalog: MixedCatalog) -> None:
+    table = rest_catalog.create_table(f"{NAMESPACE}.old", ORDERS_SCHEMA, primary_key=["id"])
+    _write(table)
+    expected = rows_of(table.scan().to_arrow())
+    locations = [table.base_store.location(), table.change_store.location()]  # type: ignore[union-attr]
+    renamed = rest_catalog.rename_table(f"{NAMESPACE}.old", f"{NAMESPACE}.new")
+    assert rows_of(renamed.scan().to_arrow()) == expected
+    assert not rest_catalog.iceberg.table_exists(rest_catalog.change_identifier(f"{NAMESPACE}.old"))
+    rest_catalog.purge_table(f"{NAMESPACE}.new")
+    assert rest_catalog.list_tables(NAMESPACE) == []
+    assert not rest_catalog.iceberg.table_exists(rest_catalog.change_identifier(f"{NAMESPACE}.new"))
+    for location in locations:
+        folder = Path(location.removeprefix("file://").removeprefix("file:"))
+        assert not folder.exists() or not any(p.is_file() for p in folder.rglob("*")), f"files left under {folder}"
+
+
+def test_a_catalogs_yaml_rest_entry_serves_the_optimizer_service(
+    rest_catalog: MixedCatalog, iceberg_rest_reference: ReferenceServer, tmp_path: Path
+) -> None:
+    catalogs = tmp_path / "catalogs.yaml"
+    catalogs.write_text(
+        json.dumps({"catalogs": [{"name": "ref", "type": "rest", "properties": {"uri": iceberg_rest_reference.uri}}]})
+    )
+    catalog = load_catalog("ref", config_path=catalogs)
+    assert catalog.metadata_locations() is None  # no pointer read: discovery lists and loads
+    table = catalog.create_table(
+        f"{NAMESPACE}.served", ORDERS_SCHEMA, primary_key=["id"], properties={**DUE, "self-optimizing.group": "g"}
+    )
+    _write(table)
+    before = rows_of(table.scan().to_arrow())
+    config = parse_optimizer_config(
+        {
+            "system-database": f"sqlite:///{tmp_path}/system.db",
+            "catalog-config": str(catalogs),
+            "catalogs": ["ref"],
+            "optimizer_groups": [
+                {
+                    "name": "g",
+                    "properties": {"refresh-interval": "300ms", "heartbeat-interval": "200ms", "maintenance-interval": "0"},
+                }
+            ],
+        }
+    )
+    service = OptimizerService(config, "g", threads=1).start()  # opens "ref" from the catalogs file
+    try:
+        wait_for(
+            lambda: successes(service.db, f"ref.{NAMESPACE}.served") >= 1,
+            what="the REST catalog's table optimized by the service",
+        )
+    finally:
+        service.stop()
+    table.refresh()
+    assert rows_of(table.scan().to_arrow()) == before
+    assert table.optimizing.evaluate().type is None
