@@ -2,9 +2,11 @@
 
 First against Iceberg's own reference server (``iceberg_rest_reference``), which proves the
 harness: the kit's jars, its switches, the parsing of its report. Every catalog test passes
-there, and the kit skips only what it skips for every REST catalog. The expectations for
-``mixed-iceberg serve`` live in one file, tests/resources/rck-expectations.toml, which
-docs/rest-conformance.md mirrors. One JVM per run; the kit's duration is in the summary.
+there, and the kit skips only what it skips for every REST catalog. Then against
+``mixed-iceberg serve``, held to the one file of expectations,
+tests/resources/rck-expectations.toml (which docs/rest-conformance.md mirrors): a test that
+fails or is skipped outside its lists fails this, and so does a listed test that passes. One JVM
+per run; the kit's duration is logged with its summary.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.iceberg_rest_reference import ReferenceServer
-from tests.support.rck import report_in
+from tests.support.rck import Expectations, report_in, run_kit
+from tests.support.rest_server import RestServer, write_catalogs
 from tests.support.services import ROOT
 from tests.support.sockets import listeners, outside_loopback, process_tree
 
@@ -63,3 +66,18 @@ def test_the_reference_server_listens_on_loopback_only(iceberg_rest_reference: R
     found = listeners(process_tree([iceberg_rest_reference.pid]))
     assert found, "the reference server's JVM holds no listening socket"
     assert outside_loopback(found) == []
+
+
+def test_the_kit_against_serve_fails_and_skips_exactly_what_the_expectations_list(tmp_path: Path) -> None:
+    expectations = Expectations.load()
+    home = tmp_path / "serve"
+    # The kit's tables go to file:/tmp/<namespace>/<table> (CatalogTests' own locations), which
+    # serve allows only inside a catalog's warehouse; the catalog's database stays under home.
+    server = RestServer.start(home, catalogs_yaml=write_catalogs(home, warehouse=Path("/tmp")))
+    try:
+        report = run_kit(server.uri, warehouse=server.warehouse, flags=expectations.flags, work_dir=tmp_path / "kit")
+    finally:
+        server.stop()
+    logger.info("%s", report.summary())
+    assert len(report.cases) == _KIT_TESTS, report.summary()
+    assert expectations.surprises(report) == [], f"{report.summary()}\nserve's log: {server.log}"
