@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from mixed_iceberg._pyiceberg import apply_patches
 from mixed_iceberg.service.auth import TOKEN_PATH, AuthMiddleware, TokenAuthority, exchange_token
 from mixed_iceberg.service.catalogs import ServedCatalogs
 from mixed_iceberg.service.errors import error_response
@@ -68,6 +69,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 def create_app(config: ServiceConfig, catalogs: ServedCatalogs | None = None) -> Starlette:
     """The REST catalog app for ``config`` (its catalogs file, tokens and body limit)."""
+    apply_patches()  # pyiceberg's models then parse Amoro's statistics blob types in requests
     catalogs = catalogs or ServedCatalogs(config.catalogs_file, config.default_catalog)
     authority = TokenAuthority(config)
     app = Starlette(

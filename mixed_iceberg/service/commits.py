@@ -40,14 +40,16 @@ from pyiceberg.table.update import (
     SetPropertiesUpdate,
     TableRequirement,
     TableUpdate,
-    update_table_metadata,
 )
 
 from mixed_iceberg._pyiceberg.sql_swap import LocationSwap, swap_locations
+from mixed_iceberg.service.apply import apply_updates
 from mixed_iceberg.service.errors import refuse
 from mixed_iceberg.service.keyed import check_keyed_updates
 from mixed_iceberg.service.paths import check_location, check_properties_locations
 from mixed_iceberg.service.requirements import validate_requirements
+from mixed_iceberg.service.updates import with_java_ids
+from mixed_iceberg.service.v3 import with_row_lineage, write_v3_metadata
 
 __all__ = ["Committed", "Committer", "TableChange"]
 
@@ -184,6 +186,7 @@ class Committer:
         check_location(location, self.warehouse, f"{dotted}: metadata file")
         staged = _Staged(TableChange(namespace, name, (), ()), None, metadata, location, changed=True)
         if write:
+            staged.metadata = metadata = with_row_lineage(metadata)
             self._write([staged])
         try:
             swap_locations(self.catalog, [LocationSwap(Catalog.namespace_to_string(namespace), name, None, location)])
@@ -226,11 +229,12 @@ class Committer:
                 check_location(update.location, self.warehouse, f"{change.dotted}: location")
             elif isinstance(update, SetPropertiesUpdate):
                 check_properties_locations(update.updates, self.warehouse, change.dotted)
+        updates = with_java_ids(base, change.updates)
         try:
             if base is None:
-                metadata = update_table_metadata(_empty_metadata(), change.updates, enforce_validation=True)
+                metadata = apply_updates(_empty_metadata(), updates, creating=True, metadata_location=None)
             else:
-                metadata = update_table_metadata(base, change.updates, metadata_location=base_location)
+                metadata = apply_updates(base, updates, creating=False, metadata_location=base_location)
         except (ValueError, ValidationError, ice.ValidationError) as exc:
             refuse(f"{change.dotted}: the updates do not apply: {exc}")
         if base is not None and metadata == base:
@@ -251,7 +255,9 @@ class Committer:
                 continue
             io = self._io(s)
             writer = getattr(self.catalog, "write_metadata_file", None)
-            if writer is not None:  # our SQL catalog's hook: history serialised once
+            if s.metadata.format_version >= 3:
+                write_v3_metadata(s.metadata, io, s.location)
+            elif writer is not None:  # our SQL catalog's hook: history serialised once
                 writer(s.metadata, io, s.location)
             else:
                 ToOutputFile.table_metadata(s.metadata, io.new_output(s.location))

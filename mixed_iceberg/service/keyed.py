@@ -6,8 +6,10 @@ a plain engine has no transaction id or file offset, is not routed to its tree n
 read back as a duplicate. So, on either store of a keyed table:
 
 * a snapshot must carry mixed-iceberg's writer marker, the snapshot-summary property
-  ``mixed-iceberg.commit.writer`` every commit of this library sets (``store/commit.py``);
-  a snapshot without it is refused (403);
+  ``mixed-iceberg.commit.writer`` every commit of this library with a commit id sets
+  (``store/commit.py``), or come in a request with the header ``X-Mixed-Iceberg-Writer``
+  (mixed-iceberg's own REST client sends it on every request, for its commits without an id:
+  bulk loads, optimizing, maintenance); else it is refused (403);
 * moving a branch to a snapshot the commit does not add (a rollback, a cherry-pick) is refused:
   it would move one store without the other;
 * schema, partition spec, sort order and location changes, and any change to Amoro's linking
@@ -83,6 +85,8 @@ def check_keyed_updates(name: str, base: TableMetadata, updates: Sequence[TableU
         return
     added = {update.snapshot.snapshot_id for update in updates if isinstance(update, AddSnapshotUpdate)}
     for update in updates:
+        if isinstance(update, AddSnapshotUpdate) and ours:
+            continue  # mixed-iceberg's own client (the header): its commits without an id carry no marker
         if isinstance(update, AddSnapshotUpdate) and update.snapshot.summary is not None:
             if update.snapshot.summary[WRITER_MARKER] is None:
                 refuse(

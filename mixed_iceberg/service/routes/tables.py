@@ -35,6 +35,7 @@ from mixed_iceberg.service.paths import (
     namespace_from_path,
 )
 from mixed_iceberg.service.routes.common import endpoint, json_body, model_response, page, served, state, threaded
+from mixed_iceberg.service.v3 import with_column_defaults, with_row_lineage
 from mixed_iceberg.typedef import TableStore
 
 __all__ = [
@@ -135,6 +136,7 @@ async def create_table(request: Request) -> Response:
         location = check_location(location.rstrip("/"), target.warehouse, f"{_dotted(namespace, name)}: location")
         try:
             metadata = new_table_metadata(schema, spec, order, location, dict(properties))
+            metadata = with_row_lineage(with_column_defaults(schema, metadata))
         except ValueError as exc:
             refuse(f"{_dotted(namespace, name)}: cannot create the table: {exc}")
         if stage:

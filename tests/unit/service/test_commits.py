@@ -323,3 +323,53 @@ def test_retries_run_out_with_a_409(client: TestClient) -> None:
     response = _commit(client, "t", [], [{"action": "set-properties", "updates": {"mine": "1"}}])
     assert response.status_code == 409
     assert "lost the race" in response.json()["error"]["message"]
+
+
+def test_re_adding_an_equal_sort_order_schema_or_spec_reuses_its_id_as_iceberg_java_does(client: TestClient) -> None:
+    created = create_table(client)["metadata"]
+    order = {
+        "order-id": 1,
+        "fields": [{"source-id": 1, "transform": "identity", "direction": "desc", "null-order": "nulls-last"}],
+    }
+    updates = [{"action": "add-sort-order", "sort-order": order}, {"action": "set-default-sort-order", "sort-order-id": -1}]
+    assert _commit(client, "t", [], updates).status_code == 200
+    # A replace transaction sends the same order (and the same schema and spec) again.
+    again = [
+        *updates,
+        {"action": "add-schema", "schema": created["schemas"][0]},
+        {"action": "set-current-schema", "schema-id": -1},
+        {"action": "add-spec", "spec": created["partition-specs"][0]},
+        {"action": "set-default-spec", "spec-id": -1},
+    ]
+    response = _commit(client, "t", [], again)
+    assert response.status_code == 200, response.text
+    metadata = _table(client)
+    assert [o["order-id"] for o in metadata["sort-orders"]] == [0, 1] and metadata["default-sort-order-id"] == 1
+    assert len(metadata["schemas"]) == 1 and len(metadata["partition-specs"]) == 1
+    other = {
+        "order-id": 1,
+        "fields": [{"source-id": 2, "transform": "identity", "direction": "asc", "null-order": "nulls-first"}],
+    }
+    taken = [{"action": "add-sort-order", "sort-order": other}, {"action": "set-default-sort-order", "sort-order-id": -1}]
+    assert _commit(client, "t", [], taken).status_code == 200
+    assert _table(client)["default-sort-order-id"] == 2, "a new order whose id is taken gets the next one"
+
+
+def test_format_version_3_tables_are_created_upgraded_and_keep_column_defaults(client: TestClient, warehouse: Path) -> None:
+    client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
+    schema = {
+        **SCHEMA,
+        "fields": [{"id": 1, "name": "c", "type": "int", "required": True, "initial-default": 12, "write-default": 10}],
+    }
+    body = {"name": "v3", "schema": schema, "properties": {"format-version": "3"}}
+    created = client.post(f"{PREFIX}/namespaces/db/tables", json=body)
+    assert created.status_code == 200, created.text
+    metadata = created.json()["metadata"]
+    assert metadata["format-version"] == 3 and metadata["next-row-id"] == 0
+    assert metadata["schemas"][0]["fields"][0]["initial-default"] == 12
+    assert metadata["schemas"][0]["fields"][0]["write-default"] == 10
+    create_table(client, name="v2")
+    upgraded = _commit(client, "v2", [], [{"action": "upgrade-format-version", "format-version": 3}])
+    assert upgraded.status_code == 200, upgraded.text
+    loaded = _table(client, "v2")
+    assert loaded["format-version"] == 3 and loaded["next-row-id"] == 0

@@ -111,3 +111,13 @@ def test_the_change_store_alone_is_not_dropped_or_renamed_and_the_base_store_tak
     assert names == ["sales", "sales_change_"]
     assert keyed.delete(f"{PREFIX}/namespaces/db/tables/sales").status_code == 204
     assert keyed.get(f"{PREFIX}/namespaces/db/tables").json()["identifiers"] == []
+
+
+def test_mixed_icebergs_own_client_commits_snapshots_without_the_summary_marker(keyed: TestClient) -> None:
+    """Its bulk loads, optimizing and maintenance commits carry no commit id, so no marker: the header speaks for them."""
+    requirements, updates = _snapshot_update(keyed, "orders", {})
+    body = {"requirements": requirements, "updates": updates}
+    assert (
+        keyed.post(f"{PREFIX}/namespaces/db/tables/orders", json=body, headers={WRITER_HEADER: "mixed-iceberg"}).status_code
+        == 200
+    )
