@@ -344,8 +344,10 @@ def test_re_adding_an_equal_sort_order_schema_or_spec_reuses_its_id_as_iceberg_j
     response = _commit(client, "t", [], again)
     assert response.status_code == 200, response.text
     metadata = _table(client)
-    assert [o["order-id"] for o in metadata["sort-orders"]] == [0, 1] and metadata["default-sort-order-id"] == 1
-    assert len(metadata["schemas"]) == 1 and len(metadata["partition-specs"]) == 1
+    assert [o["order-id"] for o in metadata["sort-orders"]] == [0, 1]
+    assert metadata["default-sort-order-id"] == 1
+    assert len(metadata["schemas"]) == 1
+    assert len(metadata["partition-specs"]) == 1
     other = {
         "order-id": 1,
         "fields": [{"source-id": 2, "transform": "identity", "direction": "asc", "null-order": "nulls-first"}],
@@ -365,11 +367,13 @@ def test_format_version_3_tables_are_created_upgraded_and_keep_column_defaults(c
     created = client.post(f"{PREFIX}/namespaces/db/tables", json=body)
     assert created.status_code == 200, created.text
     metadata = created.json()["metadata"]
-    assert metadata["format-version"] == 3 and metadata["next-row-id"] == 0
+    assert metadata["format-version"] == 3
+    assert metadata["next-row-id"] == 0
     assert metadata["schemas"][0]["fields"][0]["initial-default"] == 12
     assert metadata["schemas"][0]["fields"][0]["write-default"] == 10
     create_table(client, name="v2")
     upgraded = _commit(client, "v2", [], [{"action": "upgrade-format-version", "format-version": 3}])
     assert upgraded.status_code == 200, upgraded.text
     loaded = _table(client, "v2")
-    assert loaded["format-version"] == 3 and loaded["next-row-id"] == 0
+    assert loaded["format-version"] == 3
+    assert loaded["next-row-id"] == 0
