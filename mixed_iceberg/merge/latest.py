@@ -24,7 +24,6 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
 from mixed_iceberg.exceptions import CorruptTableError
 from mixed_iceberg.merge.runs import Runs
@@ -32,7 +31,6 @@ from mixed_iceberg.merge.runs import Runs
 __all__ = ["BASE_OFFSET", "LSN", "KeyIndex", "KeyedRows", "keep_rows", "key_codes", "latest_by_key", "latest_rows", "pack_lsn"]
 
 LSN = "__lsn"
-_KEEP = "__keep"
 #: Offset given to base rows (Amoro uses Long.MAX_VALUE; the packed form has 32 bits).
 BASE_OFFSET = 0xFFFFFFFF
 
@@ -57,21 +55,17 @@ def pack_lsn(transaction_ids: npt.NDArray[np.int64], offsets: npt.NDArray[np.int
     return (transaction_ids.astype(np.int64) << 32) | offsets.astype(np.int64)
 
 
-#: Rows from which a filter runs on pyarrow's threads. Below, the dataset's set-up costs more
-#: than it saves. Above, ``Table.filter`` is not dearer itself, but the rows it gives made the
-#: layout's takes after a major's merge slower (in the peers stream, ``make bench-peers``;
-#: measured ad hoc, no run stored).
-_THREADED_FILTER_ROWS = 100_000
-
-
 def keep_rows(rows: pa.Table, keep: npt.NDArray[np.bool_]) -> pa.Table:
-    """``rows.filter(keep)``, on pyarrow's threads for big tables."""
+    """``rows.filter(keep)`` (``rows`` itself when every row is kept).
+
+    One ``Table.filter`` at every size: a filter on pyarrow's threads (a dataset over the rows),
+    followed by the layout's take, was no faster at a major's sizes (within noise) and slower
+    on a minor's (claims ``keep_rows_*`` of ``bench/results/design_choices-2026-12-06-XXXXXXX.json``,
+    ``nice -n 5 .venv/bin/python -m bench.design_choices``).
+    """
     if keep.all():
         return rows
-    if rows.num_rows < _THREADED_FILTER_ROWS:
-        return rows.filter(pa.array(keep))
-    marked = rows.append_column(_KEEP, pa.array(keep))
-    return ds.dataset(marked).to_table(filter=pc.field(_KEEP), columns=rows.column_names)
+    return rows.filter(pa.array(keep))
 
 
 def _plain(column: Column) -> pa.Array:

@@ -1,4 +1,5 @@
-"""The benchmarks the README names run, in their short mode, as written: ``python -m bench.format_core``.
+"""The benchmarks the README names run, in their short mode, as written: ``python -m bench.format_core``;
+and ``bench.design_choices``, whose stored run the code comments cite, on tiny sizes.
 
 ``python -m bench.ingest`` and ``make bench-peers`` are left out for their length (see
 ``tests/unit/core/test_docs_commands.py``, where every offered command is accounted for).
@@ -51,3 +52,41 @@ def test_optimizer_scale_quick_run_measures_both_systems_on_the_same_catalog_sha
     assert figures["due tables not planned within the timeout"]["value"] == 0
     # The baseline loads every table each round; this code reads the catalog once.
     assert figures["idle round: catalog queries"]["value"] < figures["idle round: catalog queries"]["baseline"]
+
+
+def test_design_choices_quick_run_measures_every_claim_beside_its_alternative(tmp_path: Path) -> None:
+    """``python -m bench.design_choices --quick`` on tiny sizes: every claim is measured, ours
+    beside the alternative, each with its repetitions, a verdict and a note; no figure is judged."""
+    output = tmp_path / "design_choices.json"
+    command = [sys.executable, "-m", "bench.design_choices", "--quick", "--scale", "0.005", "--repeats", "2"]
+    done = subprocess.run([*command, "--output", str(output)], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = json.loads(output.read_text())
+    assert run["bench"] == "design_choices"
+    assert run["config"]["quick"] is True
+    assert run["config"]["repeats"] == 2
+    claims = {
+        "sort_nodes",
+        "sort_hashes",
+        "delete_writes",
+        "small_files",
+        "small_files_key",
+        "many_files",
+        "position_deletes",
+        "newline_check",
+        "keep_rows_small",
+        "keep_rows_mid",
+        "keep_rows_large",
+        "key_lookup",
+    }
+    assert set(run["detail"]) == claims
+    for key, measured in run["detail"].items():
+        for series in ("ours_wall_s", "alternative_wall_s", "ours_cpu_s", "alternative_cpu_s"):
+            assert len(measured[series]) == 2, (key, series)
+        assert measured["verdict_wall"] in {"ours faster", "alternative faster", "within noise"}, key
+    figures = {figure["name"]: figure for figure in run["figures"]}
+    assert {name.split(":")[0] for name in figures} == claims
+    assert all(figure["value"] is not None and figure["baseline"] is not None for figure in figures.values()), figures
+    assert "small_files: CPU, median" in figures  # the claims about CPU report it
+    assert len(run["notes"]) == len(figures)
+    assert "| figure | baseline | value | value / baseline |" in done.stdout
