@@ -32,7 +32,7 @@ median of ours beside the alternative's median; the notes give each claim's spre
 both) and the quartiles of the per-repetition ratio ours / alternative. A claim whose ratio
 quartiles straddle 1 (or lie within 5 % of it) is called *within noise*.
 
-    nice -n 5 .venv/bin/python -m bench.design_choices            # about a minute, 25 repeats
+    nice -n 5 .venv/bin/python -m bench.design_choices            # 41 repeats, a few minutes
     .venv/bin/python -m bench.design_choices --quick              # sizes / 10, 3 repeats
 
 ``--scale`` multiplies every row count (``--quick`` sets 0.1). The run goes to
@@ -84,7 +84,9 @@ class Claim:
     ours: Callable[[], Any]
     alternative: Callable[[], Any]
     same: Callable[[Any, Any], bool]
-    cpu: bool = False  # also report process CPU (all threads): the claim is about CPU
+    #: also report process CPU (all threads): the claim is about CPU, or the work is single-threaded
+    #: (then CPU is the steadier clock on a shared machine: it leaves out the time others ran)
+    cpu: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +144,7 @@ def sorting_claims(rng: np.random.Generator, scale: float) -> list[Claim]:
             lambda: stable_order(nodes),
             lambda: np.argsort(nodes, kind="stable"),
             _equal_arrays,
+            cpu=True,
         ),
         Claim(
             "sort_hashes",
@@ -150,6 +153,7 @@ def sorting_claims(rng: np.random.Generator, scale: float) -> list[Claim]:
             lambda: stable_order(hashes),
             lambda: np.argsort(hashes, kind="stable"),
             _equal_arrays,
+            cpu=True,
         ),
     ]
 
@@ -280,6 +284,7 @@ def newline_claim(rng: np.random.Generator, scale: float) -> Claim:
         two_passes,
         one_pass,
         lambda a, b: a == b,
+        cpu=True,
     )
 
 
@@ -334,6 +339,7 @@ def key_lookup_claim(rng: np.random.Generator, scale: float) -> Claim:
         lambda: index.lookup([base]),
         plain,
         _equal_arrays,
+        cpu=True,
     )
 
 
@@ -411,14 +417,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="sizes / 10 and 3 repeats (unless set)")
     parser.add_argument("--scale", type=float, default=None, help="multiplies every row count (default 1; 0.1 with --quick)")
     parser.add_argument(
-        "--repeats", type=int, default=None, help="interleaved repetitions per claim (default 25; 3 with --quick)"
+        "--repeats", type=int, default=None, help="interleaved repetitions per claim (default 41; 3 with --quick)"
     )
     parser.add_argument("--only", action="append", help="claim keys to run (default all); repeat the flag")
     parser.add_argument("--seed", type=int, default=34)
     parser.add_argument("--output", type=Path, help="the run's JSON (default bench/results/design_choices-<date>-<commit>.json)")
     args = parser.parse_args(argv)
     scale = args.scale if args.scale is not None else (0.1 if args.quick else 1.0)
-    repeats = args.repeats if args.repeats is not None else (3 if args.quick else 25)
+    repeats = args.repeats if args.repeats is not None else (3 if args.quick else 41)
     environment = capture_environment()
     rng = np.random.default_rng(args.seed)
     measured = []
