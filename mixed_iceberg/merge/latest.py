@@ -60,7 +60,7 @@ def keep_rows(rows: pa.Table, keep: npt.NDArray[np.bool_]) -> pa.Table:
 
     One ``Table.filter`` at every size: a filter on pyarrow's threads (a dataset over the rows),
     followed by the layout's take, was no faster at a major's sizes (within noise) and slower
-    on a minor's (claims ``keep_rows_*`` of ``bench/results/design_choices-2026-12-06-XXXXXXX.json``,
+    on a minor's (claims ``keep_rows_*`` of ``bench/results/design_choices-2026-12-06-e9ea149.json``,
     ``nice -n 5 .venv/bin/python -m bench.design_choices``).
     """
     if keep.all():
@@ -133,8 +133,9 @@ def _index_in(values: pa.Array, dictionary: pa.Array) -> npt.NDArray[np.int64]:
     The bitmap (about 32 entries per dictionary value, at most 2^24) marks the multiplicative hash
     of every dictionary value; only values whose hash is marked are looked up, about 3 % more
     than the hits. A gather per value instead of a hash-table probe: faster when millions of
-    values meet thousands (measured ad hoc, no run stored; 32 entries: the fewest false hits
-    for a table that still stays in cache)."""
+    values meet thousands (claim ``key_lookup`` of ``bench/results/design_choices-2026-12-06-e9ea149.json``,
+    ``nice -n 5 .venv/bin/python -m bench.design_choices``). 32 entries per value: few false hits for a table that
+    still stays in cache (a reasoned choice; other sizes were not measured)."""
     if (
         len(values) < _PREFILTER_FROM * max(1, len(dictionary))
         or values.null_count

@@ -16,10 +16,9 @@ Locally the function runs in PyFlink's thread mode (:data:`THREAD_MODE`, set by 
 client): an interpreter embedded in the mini-cluster's JVM (pemja) instead of a Beam SDK worker
 process per subtask, which would bring six Beam Fn API gRPC servers per subtask (flink-python
 binds them to every interface; the job's client loads the loopback agent then, as the ingest job's
-does: docs/ingest.md, "Network exposure"). Measured on the local mini-cluster (two
-optimizers, two tables optimized; ad hoc, no run stored, ``.venv/bin/python -m bench.optimizer_soak``
-runs the job): less CPU for the job's processes than in process mode, 2 processes instead of
-10. Thread mode never calls the function's ``close()`` when its task is cancelled or fails (flink-python 2.2.1's ``EmbeddedPythonScalarFunctionOperator``
+does: docs/ingest.md, "Network exposure"). Thread mode is expected to cost less CPU than process
+mode too, but no stored run backs that yet: ``.venv/bin/python -m bench.optimizer_soak`` runs the
+job in thread mode only and does not compare the two modes. Thread mode never calls the function's ``close()`` when its task is cancelled or fails (flink-python 2.2.1's ``EmbeddedPythonScalarFunctionOperator``
 calls it only at the end of a bounded input; the operator's own ``close()`` only closes the
 interpreter), so each service also stops itself once its subtask has not ticked for
 ``tick_timeout`` seconds: a failed or restarted task leaves no optimizer running behind it. A

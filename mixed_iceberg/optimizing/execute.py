@@ -162,9 +162,10 @@ def _write_node_deletes(
         remember_positions(location, by_target)
         return written
 
-    # One file per node: a handful are written faster in turn than by threads (measured ad hoc on
-    # two cores, no run stored); many partitions' worth go to a few threads, as pyarrow
-    # releases the GIL while writing.
+    # One file per node: a handful are written in turn, as the writer threads were no faster for
+    # them (within noise: claim delete_writes of bench/results/design_choices-2026-12-06-e9ea149.json,
+    # `nice -n 5 .venv/bin/python -m bench.design_choices`); many partitions' worth go to a few
+    # threads, as pyarrow releases the GIL while writing (not measured).
     if len(groups) <= _SERIAL_WRITES:
         return [write(key) for key in groups]
     return list(writer_pool().map(write, list(groups)))

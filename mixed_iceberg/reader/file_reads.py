@@ -1,8 +1,9 @@
 """Read Iceberg data files with their position deletes applied as one NumPy mask per file.
 
 pyiceberg 0.12 applies position deletes batch by batch through ``np.setdiff1d`` over a
-Python-built range (iceberg-python #1271), which made a BaseStore read with position deletes
-several times slower (measured ad hoc, no run stored). Here all files are read in one
+Python-built range (iceberg-python #1271), which makes a BaseStore read with position deletes
+several times slower than the read here (claim ``position_deletes`` of
+``bench/results/design_choices-2026-12-06-e9ea149.json``, ``nice -n 5 .venv/bin/python -m bench.design_choices``). Here all files are read in one
 multi-threaded pyarrow dataset scan: files without deletes with the row filter pushed down,
 files with position deletes whole (so rows keep their file positions). Deleted positions
 and the row filter become one mask that the caller applies in one pass, possibly together

@@ -4,9 +4,12 @@ A pyarrow dataset scan sets up a fragment, a scan task and thread hand-offs for 
 for the files a streaming table is made of (a commit's change files and the optimizer's
 fresh fragments, a few thousand rows each) that costs more than the rows: a small file of the
 peers table takes less CPU through ``ParquetFile.read``, its key column alone even more so
-(measured ad hoc, no run stored). Big files keep the dataset scan, and so do many files
-together: its threads read several files at once, in less wall time for about the same CPU
-(:func:`are_small` tells them apart).
+(claims ``small_files`` and ``small_files_key`` of ``bench/results/design_choices-2026-12-06-e9ea149.json``,
+``nice -n 5 .venv/bin/python -m bench.design_choices``). Big files keep the dataset scan, and so do many files
+together: its threads read several files at once, for about the same CPU. They are kept for
+the wall time more cores can save: on the two shared CPUs of the stored runs they saved none
+that the runs can tell (claim ``many_files``, within noise there and in
+``bench/results/design_choices-2026-12-06-e9ea149-2.json``) (:func:`are_small` tells them apart).
 
 Columns are taken by name, as a dataset with an explicit schema takes them: the caller checks
 that the files name them as ``target`` does (:mod:`mixed_iceberg.reader.field_ids`). A column
@@ -30,7 +33,7 @@ __all__ = ["SMALL_FILE_ROWS", "SMALL_READ_ROWS", "are_small", "read_small_files"
 #: table holds about 60,000 rows; per-file reads stay cheaper than a dataset scan up to there).
 SMALL_FILE_ROWS = 50_000
 #: Rows of all files together up to which they are read one by one: beyond, the dataset's
-#: threads save wall time for a little more CPU (measured ad hoc, no run stored).
+#: threads may save wall time on more cores, for about the same CPU (claim many_files, see above).
 SMALL_READ_ROWS = 200_000
 
 
