@@ -8,7 +8,8 @@ secret. Comparisons are constant-time. Without any token or credential configure
 is asked for (and ``serve`` then binds only to loopback, :mod:`.settings`).
 
 pyiceberg (``credential="id:secret"``) and Iceberg Java (``credential``) post the
-client-credentials form; Java refreshes with the token-exchange grant, answered the same way
+client-credentials form; DuckDB sends the id and secret as HTTP Basic authentication
+(``client_secret_basic``), accepted too; Java refreshes with the token-exchange grant, answered the same way
 for a valid subject token.
 """
 
@@ -18,7 +19,7 @@ import base64
 import hashlib
 import hmac
 import time
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote_plus
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -78,6 +79,19 @@ class TokenAuthority:
         return known is not None and hmac.compare_digest(known, secret.encode())
 
 
+def _basic_credentials(header: str) -> tuple[str, str]:
+    """(client id, secret) of an ``Authorization: Basic`` header, form-urlencoded inside."""
+    scheme, _, encoded = header.partition(" ")
+    if scheme.lower() != "basic":
+        return "", ""
+    try:
+        decoded = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return "", ""
+    client, _, secret = decoded.partition(":")
+    return unquote_plus(client), unquote_plus(secret)
+
+
 def _oauth_error(status: int, error: str, description: str) -> JSONResponse:
     return JSONResponse({"error": error, "error_description": description}, status_code=status)
 
@@ -89,6 +103,8 @@ async def exchange_token(request: Request) -> Response:
     grant = form.get("grant_type")
     if grant == "client_credentials":
         client, secret = form.get("client_id", ""), form.get("client_secret", "")
+        if not client:  # client_secret_basic (RFC 6749 2.3.1), as DuckDB sends them
+            client, secret = _basic_credentials(request.headers.get("authorization", ""))
         if not authority.check_client(client, secret):
             return _oauth_error(401, "invalid_client", "unknown client or wrong secret")
     elif grant == _TOKEN_EXCHANGE:

@@ -55,6 +55,9 @@ __all__ = ["Committed", "Committer", "TableChange"]
 
 log = logging.getLogger(__name__)
 
+#: Table properties that configure a FileIO (pyiceberg's ``py-io-impl`` and its filesystems').
+_IO_PROPERTY_PREFIXES = ("py-io-impl", "s3.", "gcs.", "adls.", "hdfs.", "oss.", "client.")
+
 _VERSION = re.compile(r"^(\d+)-.*\.metadata\.json$")
 
 
@@ -115,6 +118,7 @@ class Committer:
         self.max_wait = max_wait
         #: Called after the files are written and before the swap (tests force a race with it).
         self.before_swap: Callable[[], None] | None = None
+        self._ios: dict[tuple[str, tuple[tuple[str, str], ...]], FileIO] = {}
 
     def commit(self, changes: Sequence[TableChange], *, ours: bool = False) -> list[Committed]:
         """Commit ``changes`` all or nothing; ``ours``: the request is mixed-iceberg's own writer.
@@ -247,7 +251,14 @@ class Committer:
         return _Staged(change, base_location, metadata, location, changed=True)
 
     def _io(self, staged: _Staged) -> FileIO:
-        return load_file_io({**self.catalog.properties, **staged.metadata.properties}, staged.location)
+        table_io = {k: v for k, v in staged.metadata.properties.items() if k.startswith(_IO_PROPERTY_PREFIXES)}
+        properties = {**self.catalog.properties, **table_io}
+        scheme = staged.location.split("://", 1)[0] if "://" in staged.location else "file"
+        key = (scheme, tuple(sorted(table_io.items())))
+        io = self._ios.get(key)
+        if io is None:  # loading one reads pyiceberg's configuration (files, environment) each time
+            io = self._ios.setdefault(key, load_file_io(properties, staged.location))
+        return io
 
     def _write(self, staged: list[_Staged]) -> None:
         for s in staged:

@@ -45,7 +45,7 @@ from pyiceberg.table.update import (
     TableUpdate,
 )
 
-from mixed_iceberg.catalog.markers import TABLE_FORMAT, primary_key_of, table_format_of
+from mixed_iceberg.catalog.markers import TABLE_FORMAT, WRITER_HEADER, primary_key_of, table_format_of
 from mixed_iceberg.service.errors import refuse
 from mixed_iceberg.store.commit import COMMIT_WRITER
 from mixed_iceberg.typedef import TableFormat
@@ -54,8 +54,6 @@ __all__ = ["WRITER_HEADER", "WRITER_MARKER", "check_keyed_updates", "is_keyed_st
 
 #: The snapshot-summary property that marks a snapshot as mixed-iceberg's own.
 WRITER_MARKER = COMMIT_WRITER
-#: The request header mixed-iceberg's own REST client sends with structural changes.
-WRITER_HEADER = "x-mixed-iceberg-writer"
 
 _STRUCTURAL = (
     AddSchemaUpdate,

@@ -3,6 +3,7 @@ secrets in answers, oversized or malformed bodies refused with the spec's 400.""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 from pathlib import Path
@@ -202,3 +203,24 @@ def test_catalog_secrets_never_reach_a_client(make_client: Factory, tmp_path: Pa
     assert answers[1].status_code == 503
     for answer in answers:
         assert not any(secret in answer.text for secret in ("AKIA-SECRET", "S3-SECRET-KEY", "DB-PASSWORD")), answer.text
+
+
+def test_client_credentials_in_http_basic_authentication_are_accepted(make_client: Factory) -> None:
+    """DuckDB's iceberg extension sends them so (client_secret_basic, RFC 6749 2.3.1)."""
+    client = make_client(credentials={"duck": "s3cret value"})
+    basic = base64.b64encode(b"duck:s3cret+value").decode()
+    token = client.post(
+        "/v1/oauth/tokens", data={"grant_type": "client_credentials"}, headers={"Authorization": f"Basic {basic}"}
+    )
+    assert token.status_code == 200, token.text
+    wrong = base64.b64encode(b"duck:nope").decode()
+    refused = client.post(
+        "/v1/oauth/tokens", data={"grant_type": "client_credentials"}, headers={"Authorization": f"Basic {wrong}"}
+    )
+    assert refused.status_code == 401
+
+
+def test_the_log_mask_leaves_words_that_merely_contain_a_short_token() -> None:
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "tokens required; Bearer tok", None, None)
+    SecretFilter(["tok"]).filter(record)
+    assert record.getMessage() == "tokens required; Bearer ***"
