@@ -2,7 +2,7 @@
 
 One server for the module's plain tests (the session fixture), one with client credentials for
 the token test. What is protected: a table created, appended to many times and evolved over
-REST reads back exactly; four processes appending to one table at once lose no commit (each
+REST reads back exactly; a keyed table shows as its two stores and refuses a plain append; four processes appending to one table at once lose no commit (each
 conflict is a 409 the client retries on fresh metadata); ``credential=`` gets a token through
 the OAuth2 exchange and a client without one is refused.
 """
@@ -17,10 +17,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
-from pyiceberg.exceptions import OAuthError, RESTError
+from pyiceberg.exceptions import ForbiddenError, OAuthError, RESTError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
+from mixed_iceberg import load_catalog
 from tests.support.rest_server import RestServer, rest_server
 from tests.support.services import ROOT
 
@@ -116,3 +117,24 @@ def test_credential_gets_a_token_and_a_client_without_one_is_refused(tmp_path: P
         assert "app-secret" not in server.log.read_text()
     finally:
         server.stop()
+
+
+def test_a_keyed_table_reads_as_its_two_stores_and_refuses_a_plain_append(rest_server: RestServer) -> None:
+    """Amoro's internal catalog shows a keyed table as its BaseStore and ChangeStore; any client
+    reads them, and a plain client's append (rows without transaction id or file offset) would
+    break one row per key, so it is refused (403) and the stores stay as they were."""
+    library = load_catalog("local", config_path=rest_server.home / "catalogs.yaml")
+    library.create_namespace("keyed")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    table = library.create_table("keyed.orders", schema, primary_key=["id"])
+    table.bulk_load(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=schema))
+
+    catalog = _catalog(rest_server)
+    assert sorted(catalog.list_tables("keyed")) == [("keyed", "orders"), ("keyed", "orders_change_")]
+    base = catalog.load_table("keyed.orders")
+    assert sorted(base.scan().to_arrow().column("id").to_pylist()) == [1, 2]
+    snapshots = len(base.metadata.snapshots)
+    with pytest.raises(ForbiddenError, match=r"mixed-iceberg\.commit\.writer"):
+        base.append(pa.table({"id": [1], "v": ["dup"]}, schema=schema))
+    assert len(catalog.load_table("keyed.orders").metadata.snapshots) == snapshots
+    assert sorted(table.refresh().scan().to_arrow().column("id").to_pylist()) == [1, 2]
