@@ -8,6 +8,7 @@ Evaluations are counted at ``plan_process``, the one entry to planning.
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -110,9 +111,23 @@ def test_a_commit_to_an_idle_table_is_planned_and_committed_by_rounds_over_that_
         return every_table(group)
 
     monkeypatch.setattr(service.db, "tables", counted)
+    # The first full round reads every table twice (before and after planning): count from its
+    # end, not from the moment it evaluated the table (a race under load).
+    full_round_over = threading.Event()
+    coordinate = service.coordinator.coordinate
+
+    def round_then_signal(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return coordinate(*args, **kwargs)
+        finally:
+            if kwargs.get("discover", True):
+                full_round_over.set()
+
+    monkeypatch.setattr(service.coordinator, "coordinate", round_then_signal)
     services.append(service.start())
     db = service.db
     wait_for(lambda: getattr(db.table("local.db.t"), "next_plan_ms", 0) > now_ms(), "the table evaluated once")
+    wait_for(full_round_over.is_set, "the first full round over")
     full_reads = len(reads)
     churn(table, 4)
     committed = time.monotonic()
