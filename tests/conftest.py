@@ -11,11 +11,19 @@ even when a script had to pick a non-default port.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.support.iceberg_rest_reference import ReferenceServer, reference_server
+from tests.support.rest_server import rest_server
 from tests.support.services import KAFKA, POSTGRES, SEAWEEDFS, S3Endpoint, exported, s3_endpoint_from
+from tests.support.spark import shutdown, spark_base
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["rest_server"]  # session-wide: one serve process for every module that asks for it
 
 #: Each test once across scripts/test.sh's two venvs (--record-passed, --skip-passed).
 pytest_plugins = ["tests.support.run_once"]
@@ -50,3 +58,15 @@ def iceberg_rest_reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator
     namespaces (``ns``, ``newdb``) before each of its tests; other tests use names of their own."""
     with reference_server(tmp_path_factory.mktemp("iceberg-rest-reference")) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def spark_jvm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    """One local Spark JVM (Iceberg's runtime) for the whole session, with no catalog of its own:
+    every Spark module adds its catalogs with ``tests.support.spark.catalog_session``, so the
+    suite pays for Spark's start once."""
+    spark = spark_base(tmp_path_factory.mktemp("spark"))
+    try:
+        yield spark
+    finally:
+        shutdown(spark)

@@ -1,8 +1,8 @@
 """A real Spark (3.5, Iceberg 1.10) on our tables: its maintenance and readers must not break them.
 
-One ``local[1]`` Spark for the module reads our SQLite SQL catalog through Iceberg's JDBC
-catalog, under the same catalog name; each step that must see our latest commits takes a fresh
-session of it (tests/support/spark.py says why). What is pinned:
+The session's one ``local[1]`` Spark (``spark_jvm``) reads our SQLite SQL catalog through
+Iceberg's JDBC catalog, under the same catalog name; each step that must see our latest commits
+takes a fresh session of it (tests/support/spark.py says why). What is pinned:
 
 * ``CALL system.compute_table_stats`` replaces the BaseStore snapshot's statistics file (our
   ``optimized-sequence`` Puffin blob is gone); our merged read stays correct and the next
@@ -24,7 +24,7 @@ import math
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from mixed_iceberg import MixedCatalog, MixedTable
 from mixed_iceberg.basestore.optimized_sequence import OPTIMIZED_SEQUENCE, read_optimized_sequence
 from tests.support.iceberg_types import NESTED, PRIMITIVES, values
-from tests.support.spark import shutdown, spark_session
+from tests.support.spark import catalog_session, jdbc_catalog
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
 
 if TYPE_CHECKING:
@@ -46,8 +46,8 @@ if TYPE_CHECKING:
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.slow,
-    # py4j drops idle gateway connections without closing their sockets; the fixture shuts the
-    # gateway down (closing them) and collects the rest, so none escapes this module.
+    # py4j drops idle gateway connections without closing their sockets; the session fixture
+    # shuts the gateway down (closing them) and collects the rest.
     pytest.mark.filterwarnings(r"ignore:Exception ignored in. <socket\.socket:pytest.PytestUnraisableExceptionWarning"),
 ]
 
@@ -58,24 +58,21 @@ ENGINE_KEYS = {"app-id", "spark.app.id", "engine-name", "engine-version", "icebe
 
 @dataclass(frozen=True, slots=True)
 class Interop:
-    root: SparkSession
+    jvm: SparkSession
+    catalogs: dict[str, dict[str, str]]
     catalog: MixedCatalog
     scratch: Path
 
     def spark(self) -> SparkSession:
         """A session that sees every commit made so far (its catalogs are loaded afresh)."""
-        return self.root.newSession()
+        return catalog_session(self.jvm, self.catalogs)
 
 
 @pytest.fixture(scope="module")
-def interop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Interop]:
+def interop(tmp_path_factory: pytest.TempPathFactory, spark_jvm: SparkSession) -> Interop:
     root = tmp_path_factory.mktemp("spark-interop")
     catalog = local_catalog(root, name=CATALOG)  # creates the catalog tables Spark then finds
-    spark = spark_session(CATALOG, root / "catalog.db", root / "wh", root / "spark")
-    try:
-        yield Interop(spark, catalog, root / "spark")
-    finally:
-        shutdown(spark)
+    return Interop(spark_jvm, {CATALOG: jdbc_catalog(root / "catalog.db", root / "wh")}, catalog, root / "spark")
 
 
 def _spark_rows(interop: Interop, identifier: str) -> list[tuple[object, ...]]:

@@ -8,7 +8,6 @@ two plain Iceberg tables: we bulk-load one, Spark inserts the same rows into the
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -19,7 +18,7 @@ from pyiceberg.table import Table
 from mixed_iceberg import MixedCatalog, TableFormat
 from mixed_iceberg.store.manifests.live_files import live_files
 from mixed_iceberg.store.write.layout import partition_path
-from tests.support.spark import shutdown, spark_session
+from tests.support.spark import catalog_session, jdbc_catalog
 from tests.support.tables import local_catalog
 
 if TYPE_CHECKING:
@@ -108,7 +107,7 @@ def _directories(store: Table) -> set[tuple[tuple[object, ...], str]]:
 
 
 @pytest.fixture(scope="module")
-def written(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MixedCatalog]:
+def written(tmp_path_factory: pytest.TempPathFactory, spark_jvm: SparkSession) -> MixedCatalog:
     root = tmp_path_factory.mktemp("spark-partition-paths")
     catalog = local_catalog(root, name=CATALOG)
     for name, partition_by in SPECS.items():
@@ -116,14 +115,11 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MixedCatalog]:
             pa.Table.from_pylist(ROWS, schema=SCHEMA)
         )
         catalog.create_table(f"db.java_{name}", SCHEMA, partition_by=partition_by, table_format=TableFormat.ICEBERG)
-    spark: SparkSession = spark_session(CATALOG, root / "catalog.db", root / "wh", root / "spark")
-    try:
-        spark.conf.set("spark.sql.session.timeZone", "UTC")
-        for name in SPECS:
-            spark.sql(f"INSERT INTO {CATALOG}.db.java_{name} VALUES {SPARK_VALUES}")
-        yield catalog
-    finally:
-        shutdown(spark)
+    spark = catalog_session(spark_jvm, {CATALOG: jdbc_catalog(root / "catalog.db", root / "wh")})
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    for name in SPECS:
+        spark.sql(f"INSERT INTO {CATALOG}.db.java_{name} VALUES {SPARK_VALUES}")
+    return catalog
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))

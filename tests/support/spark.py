@@ -1,12 +1,14 @@
-"""A local Spark session (PySpark + Iceberg's Spark runtime) that reads our SQLite SQL catalog.
+"""A local Spark (PySpark + Iceberg's Spark runtime) over our SQLite SQL catalog or our REST server.
 
 Iceberg's JDBC catalog reads the table pyiceberg's SQL catalog writes (``iceberg_tables``, with
 the ``iceberg_type`` column of schema version V1) when both use the same catalog name. The
 jars come from Maven Central through ``scripts/jars/spark.sh`` (cached in ``.jars/spark``).
 pyspark is imported only here and in the Spark tests: it is a ``dev`` extra.
 
-Take a fresh session (``session.newSession()``: same JVM and SparkContext, new catalog
-instances) for every step that must see commits made outside Spark since the last one. Iceberg
+The suite starts one JVM per test session (:func:`spark_base`, the ``spark_jvm`` fixture of
+tests/conftest.py); a module names its catalogs (:func:`jdbc_catalog`, :func:`rest_catalog`) and
+takes a fresh session of that JVM with them (:func:`catalog_session`: same SparkContext, new
+catalog instances) for every step that must see commits made outside Spark since the last one. Iceberg
 1.10's ``JdbcCatalog.initialize`` leaves the ``ResultSet`` of its ``getTables``/``getColumns``
 probes open (apache/iceberg#15462, fixed by #15463, in no 1.10.x release); on a SQLite catalog in
 WAL mode (ours, catalog/sql.py) that unfinished statement pins a read transaction, so that
@@ -18,6 +20,7 @@ from __future__ import annotations
 import gc
 import subprocess
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +29,7 @@ from tests.support.services import ROOT
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["shutdown", "spark_jars", "spark_session"]
+__all__ = ["catalog_session", "jdbc_catalog", "rest_catalog", "shutdown", "spark_base", "spark_jars"]
 
 
 def spark_jars() -> list[Path]:
@@ -41,27 +44,20 @@ def spark_jars() -> list[Path]:
     return jars
 
 
-def spark_session(catalog: str, sqlite_db: Path, warehouse: Path, scratch: Path) -> SparkSession:
-    """A ``local[1]`` session whose catalog ``catalog`` is the SQLite catalog at ``sqlite_db``.
+def spark_base(scratch: Path) -> SparkSession:
+    """A ``local[1]`` session with Iceberg's runtime and SQL extensions, and no catalog yet.
 
-    ``scratch`` takes Spark's own files (local dir, SQL warehouse), so nothing lands in the
-    working directory.
+    The suite starts one per session (the ``spark_jvm`` fixture of tests/conftest.py); each module
+    adds its catalogs with :func:`catalog_session`. ``scratch`` takes Spark's own files (local
+    dir, SQL warehouse), so nothing lands in the working directory.
     """
     from pyspark.sql import SparkSession
 
-    prefix = f"spark.sql.catalog.{catalog}"
     builder = (
         SparkSession.builder.master("local[1]")
         .appName("mixed-iceberg-interop")
         .config("spark.jars", ",".join(str(j) for j in spark_jars()))
         .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-        .config(prefix, "org.apache.iceberg.spark.SparkCatalog")
-        .config(f"{prefix}.type", "jdbc")
-        .config(f"{prefix}.uri", f"jdbc:sqlite:{sqlite_db}")
-        .config(f"{prefix}.jdbc.schema-version", "V1")
-        .config(f"{prefix}.warehouse", str(warehouse))
-        # Iceberg caches loaded tables by default; our commits land behind Spark's back.
-        .config(f"{prefix}.cache-enabled", "false")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "1")
         .config("spark.default.parallelism", "1")
@@ -72,6 +68,56 @@ def spark_session(catalog: str, sqlite_db: Path, warehouse: Path, scratch: Path)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def catalog_session(base: SparkSession, catalogs: Mapping[str, Mapping[str, str]]) -> SparkSession:
+    """A new session of ``base``'s JVM whose catalogs are ``catalogs`` (name -> properties).
+
+    Catalogs are instantiated lazily per session, so a fresh session also sees every commit made
+    outside Spark since the last one (the module docstring says why that matters).
+    """
+    session = base.newSession()
+    for name, properties in catalogs.items():
+        prefix = f"spark.sql.catalog.{name}"
+        session.conf.set(prefix, "org.apache.iceberg.spark.SparkCatalog")
+        for key, value in properties.items():
+            session.conf.set(f"{prefix}.{key}", value)
+    # Iceberg's DataFrame source (``spark.read.format("iceberg").load(name)``, streaming too)
+    # resolves names in ``SparkSession.active()``, not in the session it is called on.
+    spark_session_class = session._jvm.org.apache.spark.sql.SparkSession  # type: ignore[union-attr]
+    spark_session_class.setActiveSession(session._jsparkSession)
+    spark_session_class.setDefaultSession(session._jsparkSession)
+    return session
+
+
+def jdbc_catalog(sqlite_db: Path, warehouse: Path) -> dict[str, str]:
+    """Properties of an Iceberg catalog over our SQLite SQL catalog (same catalog name as ours)."""
+    return {
+        "type": "jdbc",
+        "uri": f"jdbc:sqlite:{sqlite_db}",
+        "jdbc.schema-version": "V1",
+        "warehouse": str(warehouse),
+        # Iceberg caches loaded tables by default; our commits land behind Spark's back.
+        "cache-enabled": "false",
+    }
+
+
+def rest_catalog(uri: str, warehouse: str, *, token: str | None = None, credential: str | None = None) -> dict[str, str]:
+    """Properties of an Iceberg REST catalog (``mixed-iceberg serve``; docs/rest.md shows them).
+
+    Args:
+        uri: the server's address, e.g. ``http://127.0.0.1:8181``.
+        warehouse: the served catalog's name.
+        token: a bearer token, where the server requires one.
+        credential: ``client-id:secret`` for the OAuth2 client-credentials exchange instead.
+    """
+    properties = {"type": "rest", "uri": uri, "warehouse": warehouse, "cache-enabled": "false"}
+    if token is not None:
+        properties["token"] = token
+    if credential is not None:
+        properties["credential"] = credential
+        properties["oauth2-server-uri"] = f"{uri}/v1/oauth/tokens"
+    return properties
 
 
 def shutdown(session: SparkSession) -> None:
