@@ -21,7 +21,7 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import DateType, DoubleType, LongType, NestedField, StringType
 
-from tests.support.duckdb_iceberg import connect
+from tests.support.duckdb_iceberg import attach_rest, connect
 from tests.support.rest_server import RestServer
 
 pytestmark = pytest.mark.integration
@@ -45,9 +45,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestServer]:
 
 
 def attach(con: duckdb.DuckDBPyConnection, server: RestServer, token: str) -> None:
-    """Attach the served catalog as ``lake`` (the configuration docs/rest.md shows)."""
-    con.execute(f"CREATE SECRET rest_token (TYPE iceberg, TOKEN '{token}')")
-    con.execute(f"ATTACH '{server.warehouse}' AS lake (TYPE iceberg, ENDPOINT '{server.uri}', SECRET rest_token)")
+    """Attach the served catalog as ``lake`` (the statements docs/rest.md shows)."""
+    for statement in attach_rest(server.uri, server.warehouse, token):
+        con.execute(statement)
 
 
 def _batch(ids: range) -> pa.Table:

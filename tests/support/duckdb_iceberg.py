@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from tests.support.services import S3Endpoint
 
-__all__ = ["EXTENSIONS", "connect", "extension_path", "read_iceberg"]
+__all__ = ["EXTENSIONS", "attach_rest", "connect", "extension_path", "read_iceberg"]
 
 # Load order matters: iceberg needs avro (manifests) and, for s3:// paths, httpfs.
 EXTENSIONS = ("avro", "httpfs", "iceberg")
@@ -77,3 +77,18 @@ def read_iceberg(metadata_location: str, s3: S3Endpoint | None = None) -> pa.Tab
         return con.execute("SELECT * FROM iceberg_scan(?)", [metadata_location]).to_arrow_table()
     finally:
         con.close()
+
+
+def attach_rest(endpoint: str, warehouse: str, token: str, alias: str = "lake") -> list[str]:
+    """The statements that attach an Iceberg REST catalog with a bearer token as ``alias``
+    (docs/rest.md shows them; a unit test keeps the two equal).
+
+    Args:
+        endpoint: the server's address, e.g. ``http://127.0.0.1:8181``.
+        warehouse: the catalog to ask ``/v1/config`` for (``serve``: its name).
+        token: the bearer token.
+    """
+    return [
+        f"CREATE SECRET rest_token (TYPE iceberg, TOKEN {_quote(token)});",
+        f"ATTACH {_quote(warehouse)} AS {alias} (TYPE iceberg, ENDPOINT {_quote(endpoint)}, SECRET rest_token);",
+    ]

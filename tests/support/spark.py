@@ -29,7 +29,20 @@ from tests.support.services import ROOT
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["catalog_session", "jdbc_catalog", "rest_catalog", "shutdown", "spark_base", "spark_jars"]
+__all__ = [
+    "ICEBERG_CATALOG",
+    "ICEBERG_EXTENSIONS",
+    "catalog_session",
+    "jdbc_catalog",
+    "rest_catalog",
+    "shutdown",
+    "spark_base",
+    "spark_jars",
+]
+
+#: The Spark catalog class and SQL extensions of Iceberg's runtime.
+ICEBERG_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 
 
 def spark_jars() -> list[Path]:
@@ -57,7 +70,7 @@ def spark_base(scratch: Path) -> SparkSession:
         SparkSession.builder.master("local[1]")
         .appName("mixed-iceberg-interop")
         .config("spark.jars", ",".join(str(j) for j in spark_jars()))
-        .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+        .config("spark.sql.extensions", ICEBERG_EXTENSIONS)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "1")
         .config("spark.default.parallelism", "1")
@@ -79,7 +92,7 @@ def catalog_session(base: SparkSession, catalogs: Mapping[str, Mapping[str, str]
     session = base.newSession()
     for name, properties in catalogs.items():
         prefix = f"spark.sql.catalog.{name}"
-        session.conf.set(prefix, "org.apache.iceberg.spark.SparkCatalog")
+        session.conf.set(prefix, ICEBERG_CATALOG)
         for key, value in properties.items():
             session.conf.set(f"{prefix}.{key}", value)
     # Iceberg's DataFrame source (``spark.read.format("iceberg").load(name)``, streaming too)
