@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import dataclass
 
 from pyarrow.fs import FileSelector, FileSystem, FileType
 from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.serializers import FromInputFile
@@ -38,7 +40,7 @@ from pyiceberg.typedef import Properties
 from mixed_iceberg.exceptions import CorruptFileError
 from mixed_iceberg.store.damage import MANIFEST, MANIFEST_LIST, METADATA_FILE, reading
 
-__all__ = ["location_taken", "purge_store"]
+__all__ = ["PurgeTarget", "load_for_purge", "location_taken", "purge_loaded", "purge_store"]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,29 @@ def location_taken(location: str, properties: Properties) -> bool:
     return any(info.type == FileType.File for info in found)
 
 
+@dataclass(frozen=True, slots=True)
+class PurgeTarget:
+    """A store as :func:`load_for_purge` read it, before anything was dropped."""
+
+    identifier: str
+    metadata: TableMetadata | None  # None: its current metadata file is damaged
+    metadata_location: str
+    properties: dict[str, str]
+
+
+def load_for_purge(catalog: Catalog, identifier: str) -> PurgeTarget:
+    """Read what purging the store ``identifier`` needs (its metadata, where it is); a damaged store too.
+
+    Raises:
+        pyiceberg.exceptions.NoSuchTableError: the store is not in the catalog.
+    """
+    try:
+        store = catalog.load_table(identifier)
+        return PurgeTarget(identifier, store.metadata, store.metadata_location, dict(store.io.properties))
+    except CorruptFileError as exc:  # its current metadata file is damaged
+        return PurgeTarget(identifier, None, exc.path, dict(catalog.properties))
+
+
 def purge_store(catalog: Catalog, identifier: str) -> None:
     """Drop the store ``identifier`` from ``catalog`` and delete every file of it, its folder
     included; a damaged store too (see the module docstring).
@@ -71,14 +96,27 @@ def purge_store(catalog: Catalog, identifier: str) -> None:
         pyiceberg.exceptions.NoSuchTableError: the store is not in the catalog.
         OSError: the storage failed (the store is dropped; run the purge's deletes again by hand).
     """
+    purge_loaded(catalog, load_for_purge(catalog, identifier))
+
+
+def purge_loaded(catalog: Catalog, target: PurgeTarget, *, dropped_already: bool = False) -> None:
+    """:func:`purge_store` of a store read before by :func:`load_for_purge`. ``dropped_already``:
+    the store may be gone from the catalog by now (a REST server that drops a keyed table's
+    ChangeStore with its BaseStore, as ``mixed-iceberg serve`` does): its files are deleted all
+    the same.
+
+    Raises:
+        pyiceberg.exceptions.NoSuchTableError: the store is not in the catalog (and may not be gone).
+        OSError: the storage failed (the store is dropped; run the purge's deletes again by hand).
+    """
+    identifier, metadata, metadata_location, properties = (
+        target.identifier, target.metadata, target.metadata_location, target.properties
+    )  # fmt: skip
     try:
-        store = catalog.load_table(identifier)
-        metadata: TableMetadata | None = store.metadata
-        metadata_location = store.metadata_location
-        properties = dict(store.io.properties)
-    except CorruptFileError as exc:  # its current metadata file is damaged
-        metadata, metadata_location, properties = None, exc.path, dict(catalog.properties)
-    catalog.drop_table(identifier)
+        catalog.drop_table(identifier)
+    except NoSuchTableError:
+        if not dropped_already:
+            raise
     io = load_file_io(properties, metadata_location)
     if metadata is None:
         metadata = _older_metadata(io, metadata_location, properties)

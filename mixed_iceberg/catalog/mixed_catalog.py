@@ -23,7 +23,7 @@ from pyiceberg.table import Table
 
 from mixed_iceberg._pyiceberg import apply_patches
 from mixed_iceberg._pyiceberg.sql_catalog import metadata_locations
-from mixed_iceberg.catalog.locations import purge_store
+from mixed_iceberg.catalog.locations import load_for_purge, purge_loaded, purge_store
 from mixed_iceberg.catalog.markers import (
     CHANGE_IDENTIFIER,
     TABLE_STORE,
@@ -258,7 +258,15 @@ class MixedCatalog:
         new_change = self.change_identifier(to_identifier)
         if self.iceberg.table_exists(new_change):
             raise TableExistsError(f"cannot rename {from_identifier}: its new ChangeStore name {new_change} is taken")
-        self.iceberg.rename_table(old_change, new_change)
+        try:
+            self.iceberg.rename_table(old_change, new_change)
+        except ice.ForbiddenError:
+            # A REST server that keeps a keyed table's stores together (mixed-iceberg serve)
+            # refuses to rename a ChangeStore alone and renames both with the BaseStore.
+            self.iceberg.rename_table(from_identifier, to_identifier)
+            renamed = self.load_table(to_identifier)
+            log.info("renamed table %s to %s (both stores, by the catalog)", from_identifier, to_identifier)
+            return renamed
         try:
             self.iceberg.rename_table(from_identifier, to_identifier)
             base = self.iceberg.load_table(to_identifier)
@@ -350,8 +358,14 @@ class MixedCatalog:
             self.purge_table(identifier)
             return
         identifier = _name(identifier)
-        for store in self._store_names(identifier):
-            self.iceberg.drop_table(store)
+        for position, store in enumerate(self._store_names(identifier)):
+            try:
+                self.iceberg.drop_table(store)
+            except ice.NoSuchTableError:
+                if position == 0:
+                    raise NoSuchTableError(f"table {identifier} does not exist in catalog {self.name}") from None
+                # The ChangeStore went with its BaseStore: a REST server that keeps a keyed
+                # table's stores together (mixed-iceberg serve) drops both.
         log.info("dropped table %s; its files are kept", identifier)
 
     def purge_table(self, identifier: TableIdentifier) -> None:
@@ -369,8 +383,12 @@ class MixedCatalog:
             NoSuchTableError: nothing by that name (or the name of a ChangeStore).
         """
         identifier = _name(identifier)
-        for store in self._store_names(identifier):
-            purge_store(self.iceberg, store)
+        # Every store is read before any is dropped: a REST server that keeps a keyed table's
+        # stores together (mixed-iceberg serve) drops the ChangeStore with its BaseStore, and
+        # its files are found from what was read here.
+        targets = [load_for_purge(self.iceberg, store) for store in self._store_names(identifier)]
+        for position, target in enumerate(targets):
+            purge_loaded(self.iceberg, target, dropped_already=position > 0)
         log.info("purged table %s", identifier)
 
     def _store_names(self, identifier: str) -> list[str]:

@@ -1,6 +1,8 @@
 """The library over a REST catalog: ``load_catalog(type="rest", uri=...)`` against Iceberg's own
 reference server (``iceberg_rest_reference``: Iceberg Java's REST handlers over a SQLite JDBC
-catalog, an independent implementation of the protocol).
+catalog, an independent implementation of the protocol) and against ``mixed-iceberg serve``
+(``rest_server``, which refuses a plain client's commits to a keyed table's stores: ours pass).
+Each server is one process for the whole session.
 
 Each behaviour is checked against the same steps on a SQL catalog where it has an answer to
 compare with: a keyed table written through REST reads back, merged and as changes, exactly as
@@ -22,6 +24,7 @@ from mixed_iceberg.optimizer.config import parse_optimizer_config
 from mixed_iceberg.optimizer.service import OptimizerService
 from tests.support.iceberg_rest_reference import ReferenceServer
 from tests.support.optimizer import DUE, successes, wait_for
+from tests.support.rest_server import RestServer, rest_server
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
 
 pytestmark = pytest.mark.integration
@@ -36,9 +39,22 @@ _BATCHES = [
 ]
 
 
+__all__ = ["rest_server"]  # the fixture, imported for this module's tests
+
+
+@pytest.fixture(params=["reference", "serve"])
+def server_properties(request: pytest.FixtureRequest) -> dict[str, str]:
+    """``load_catalog`` properties of a REST catalog on one of the two servers."""
+    if request.param == "reference":
+        reference: ReferenceServer = request.getfixturevalue("iceberg_rest_reference")
+        return {"type": "rest", "uri": reference.uri}
+    serve: RestServer = request.getfixturevalue("rest_server")
+    return {"type": "rest", "uri": serve.uri, "warehouse": serve.warehouse}
+
+
 @pytest.fixture
-def rest_catalog(iceberg_rest_reference: ReferenceServer) -> Iterator[MixedCatalog]:
-    catalog = load_catalog("reference", type="rest", uri=iceberg_rest_reference.uri)
+def rest_catalog(server_properties: dict[str, str]) -> Iterator[MixedCatalog]:
+    catalog = load_catalog("remote", **server_properties)
     yield catalog
     for name in catalog.list_tables(NAMESPACE):
         catalog.purge_table(name)
@@ -66,7 +82,7 @@ def test_a_keyed_table_through_rest_reads_back_merged_and_as_changes_as_through_
         with table.new_transaction(("writer", 2)) as txn:  # a replayed commit is a no-op
             txn.write(changes(_BATCHES[1]))
         tables[catalog.name] = catalog.load_table(f"{NAMESPACE}.orders")
-    through_rest, through_sql = tables["reference"], tables["local"]
+    through_rest, through_sql = tables["remote"], tables["local"]
     assert list(through_rest.primary_key) == ["id"]
     assert through_rest.change_store is not None
     merged = rows_of(through_rest.scan().to_arrow())
@@ -111,12 +127,11 @@ def test_rename_and_purge_through_rest_move_and_delete_both_stores(rest_catalog:
 
 
 def test_a_catalogs_yaml_rest_entry_serves_the_optimizer_service(
-    rest_catalog: MixedCatalog, iceberg_rest_reference: ReferenceServer, tmp_path: Path
+    rest_catalog: MixedCatalog, server_properties: dict[str, str], tmp_path: Path
 ) -> None:
+    properties = {k: v for k, v in server_properties.items() if k != "type"}
     catalogs = tmp_path / "catalogs.yaml"
-    catalogs.write_text(
-        json.dumps({"catalogs": [{"name": "ref", "type": "rest", "properties": {"uri": iceberg_rest_reference.uri}}]})
-    )
+    catalogs.write_text(json.dumps({"catalogs": [{"name": "ref", "type": "rest", "properties": properties}]}))
     catalog = load_catalog("ref", config_path=catalogs)
     assert catalog.metadata_locations() is None  # no pointer read: discovery lists and loads
     table = catalog.create_table(

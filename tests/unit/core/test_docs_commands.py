@@ -147,6 +147,11 @@ RUN_BY: list[tuple[str, str | None, str]] = [
         "too long for the suite: its shortest run (--quick --events 3000 --seconds 3) took 111 s, two PyFlink jobs",
     ),
     (
+        r"python -m bench\.rest_commits",
+        None,
+        "too long for the suite: its --quick run starts three catalogs and 51 client processes (about 3 min)",
+    ),
+    (
         r"python -m bench\.(cdc_parser|optimizing_soak|read_memory)",
         None,
         "benchmarks docs/ cites for their figures (bench/README.md); not offered in the README",
