@@ -16,8 +16,11 @@ import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from pyiceberg.catalog.sql import SqlCatalog
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from mixed_iceberg.catalog import MixedCatalog, load_catalog
 from mixed_iceberg.catalog.config import CatalogConfig, default_config_path, load_catalog_config
@@ -29,6 +32,9 @@ from mixed_iceberg.service.paths import within
 __all__ = ["ServedCatalog", "ServedCatalogs"]
 
 log = logging.getLogger(__name__)
+
+#: A catalog property whose name holds one of these is a secret (``s3.secret-access-key``, ``token``).
+_SECRET_WORDS = ("secret", "password", "token", "credential", "access-key", "session")
 
 
 @dataclass(slots=True)
@@ -91,6 +97,25 @@ class ServedCatalogs:
                 f"serve: default-catalog {default!r} is not a served catalog; expected one of {sorted(self.catalogs)}"
             )
         self.default = default if default is not None else (next(iter(self.catalogs)) if len(self.catalogs) == 1 else None)
+
+    def secrets(self) -> list[str]:
+        """Every secret value of the served catalogs' configuration (storage keys, the password
+        of a database URI, properties named like a secret), for masking the log."""
+        found: list[str] = []
+        for served in self.catalogs.values():
+            storage = served.config.storage
+            found += [value for value in (storage.access_key_id, storage.secret_access_key) if value]
+            for key, value in served.config.properties.items():
+                if key == "uri":
+                    try:
+                        password = make_url(value).password
+                    except ArgumentError:
+                        password = None
+                    if password:
+                        found += [str(password), quote(str(password), safe="")]
+                elif any(word in key.lower() for word in _SECRET_WORDS) and value:
+                    found.append(value)
+        return found
 
     def get(self, name: str) -> ServedCatalog:
         """The catalog of a ``catalogs/<name>`` prefix; a 404 for another name."""

@@ -3,7 +3,8 @@
 The socket is bound here (``port: 0`` picks a free port) and its address printed as the first
 line of stdout, ``mixed-iceberg serve: listening on http://<host>:<port>``, so a supervisor
 (the test fixture ``tests/support/rest_server.py``) learns the port without guessing. Every
-configured secret is masked in every log record of the process (:class:`SecretFilter`).
+secret (tokens, client secrets, the catalogs' storage keys and database passwords) is masked in
+every log record of the process (:class:`SecretFilter`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 import uvicorn
 
 from mixed_iceberg.service.app import create_app
+from mixed_iceberg.service.catalogs import ServedCatalogs
 from mixed_iceberg.service.settings import ServiceConfig
 
 __all__ = ["SecretFilter", "serve"]
@@ -60,12 +62,13 @@ def serve(config: ServiceConfig) -> int:
         ConfigError: a non-loopback host without tokens, or a catalogs file without sql catalogs.
     """
     config.check_bind()
-    redact = SecretFilter(config.secrets())
+    catalogs = ServedCatalogs(config.catalogs_file, config.default_catalog)
+    redact = SecretFilter([*config.secrets(), *catalogs.secrets()])
     for handler in logging.getLogger().handlers:
         handler.addFilter(redact)
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).addFilter(redact)
-    app = create_app(config)
+    app = create_app(config, catalogs)
     sock = _bind(config.host, config.port)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host

@@ -214,3 +214,14 @@ def test_metrics_reports_are_stored_for_the_dashboard(client: TestClient) -> Non
 
 def test_an_unknown_route_answers_in_the_error_model(client: TestClient) -> None:
     _error(client.get("/v1/nothing"), 404, "NoSuchEndpointException")
+
+
+def test_metrics_reports_are_bounded_to_the_newest(tmp_path: Path) -> None:
+    from sqlalchemy import create_engine
+
+    from mixed_iceberg.service.metrics import MetricsReports
+
+    reports = MetricsReports(create_engine(f"sqlite:///{tmp_path / 'm.db'}"), "local", keep=3)
+    for number in range(7):
+        reports.record("db", "t", {"report-type": "scan-report", "n": number})
+    assert [r.report["n"] for r in reports.recent("db", "t")] == [6, 5, 4]

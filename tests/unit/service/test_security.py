@@ -174,7 +174,9 @@ def test_oversized_and_malformed_bodies_are_400s(make_client: Factory) -> None:
     assert client.get(f"{PREFIX}/namespaces").json()["namespaces"] == []
 
 
-def test_catalog_secrets_never_reach_a_client(make_client: Factory, tmp_path: Path) -> None:
+def test_catalog_secrets_never_reach_a_client_or_the_masked_log(
+    make_client: Factory, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     catalogs = tmp_path / "secret-catalogs.yaml"
     catalogs.write_text(
         json.dumps(
@@ -199,10 +201,17 @@ def test_catalog_secrets_never_reach_a_client(make_client: Factory, tmp_path: Pa
         )
     )
     client = make_client(**{"catalogs-file": catalogs})
-    answers = [client.get("/v1/config"), client.get("/v1/catalogs/pg/namespaces"), client.get("/v1/config?warehouse=nope")]
+    with caplog.at_level(logging.INFO):
+        answers = [client.get("/v1/config"), client.get("/v1/catalogs/pg/namespaces"), client.get("/v1/config?warehouse=nope")]
     assert answers[1].status_code == 503
     for answer in answers:
         assert not any(secret in answer.text for secret in ("AKIA-SECRET", "S3-SECRET-KEY", "DB-PASSWORD")), answer.text
+    assert "DB-PASSWORD" in caplog.text, "the log names the catalog's URI (which is why serve masks it)"
+    served = client.app.state.service.catalogs  # type: ignore[attr-defined]
+    mask = SecretFilter(served.secrets())
+    for record in caplog.records:
+        mask.filter(record)
+        assert not any(secret in record.getMessage() for secret in ("AKIA-SECRET", "S3-SECRET-KEY", "DB-PASSWORD"))
 
 
 def test_client_credentials_in_http_basic_authentication_are_accepted(make_client: Factory) -> None:
