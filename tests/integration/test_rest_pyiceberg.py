@@ -22,12 +22,10 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
 from mixed_iceberg import load_catalog
-from tests.support.rest_server import RestServer, rest_server
+from tests.support.rest_server import RestServer
 from tests.support.services import ROOT
 
 pytestmark = pytest.mark.integration
-
-__all__ = ["rest_server"]
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "v", StringType(), required=False))
 
