@@ -79,16 +79,31 @@ def read_iceberg(metadata_location: str, s3: S3Endpoint | None = None) -> pa.Tab
         con.close()
 
 
-def attach_rest(endpoint: str, warehouse: str, token: str, alias: str = "lake") -> list[str]:
-    """The statements that attach an Iceberg REST catalog with a bearer token as ``alias``
-    (docs/rest.md shows them; a unit test keeps the two equal).
+def attach_rest(
+    endpoint: str, warehouse: str, *, token: str | None = None, client: tuple[str, str] | None = None, alias: str = "lake"
+) -> list[str]:
+    """The statements that attach an Iceberg REST catalog as ``alias``, authenticated with a
+    bearer ``token`` or OAuth2 ``client`` credentials (docs/rest.md shows them; a unit test keeps
+    the two equal).
 
     Args:
         endpoint: the server's address, e.g. ``http://127.0.0.1:8181``.
         warehouse: the catalog to ask ``/v1/config`` for (``serve``: its name).
-        token: the bearer token.
+        token: a bearer token.
+        client: ``(client id, secret)`` for the client-credentials exchange at
+            ``<endpoint>/v1/oauth/tokens`` (DuckDB sends them as HTTP Basic authentication).
     """
+    if client is not None:
+        client_id, secret = client
+        options = (
+            f"CLIENT_ID {_quote(client_id)}, CLIENT_SECRET {_quote(secret)}, "
+            f"OAUTH2_SERVER_URI {_quote(endpoint + '/v1/oauth/tokens')}"
+        )
+    elif token is not None:
+        options = f"TOKEN {_quote(token)}"
+    else:
+        raise ValueError("expected a token or client credentials, found neither")
     return [
-        f"CREATE SECRET rest_token (TYPE iceberg, TOKEN {_quote(token)});",
-        f"ATTACH {_quote(warehouse)} AS {alias} (TYPE iceberg, ENDPOINT {_quote(endpoint)}, SECRET rest_token);",
+        f"CREATE SECRET rest_auth (TYPE iceberg, {options});",
+        f"ATTACH {_quote(warehouse)} AS {alias} (TYPE iceberg, ENDPOINT {_quote(endpoint)}, SECRET rest_auth);",
     ]

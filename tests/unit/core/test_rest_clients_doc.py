@@ -33,4 +33,6 @@ def test_the_spark_properties_of_the_docs_are_the_tested_rest_catalog() -> None:
 
 
 def test_the_duckdb_statements_of_the_docs_are_the_tested_attach() -> None:
-    assert _block("sql")[:2] == attach_rest(URI, "local", "<bearer token>")
+    assert _block("sql")[:2] == attach_rest(URI, "local", client=("<client-id>", "<secret>"))
+    with_token = attach_rest(URI, "local", token="<bearer token>")[0]
+    assert f"`{with_token}`" in PAGE
