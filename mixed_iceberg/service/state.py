@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from mixed_iceberg.caching import LruCache
 from mixed_iceberg.service.catalogs import ServedCatalog, ServedCatalogs
 from mixed_iceberg.service.commits import Committer
 from mixed_iceberg.service.metrics import MetricsReports
@@ -19,6 +20,8 @@ class ServiceState:
 
     config: ServiceConfig
     catalogs: ServedCatalogs
+    #: The JSON body of a full load, by catalog and metadata file (files are immutable, so is the body).
+    load_bodies: LruCache[tuple[str, str], bytes] = field(default_factory=lambda: LruCache(64 * 1024 * 1024, sizeof=len))
     _committers: dict[str, Committer] = field(default_factory=dict)
     _metrics: dict[str, MetricsReports] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)

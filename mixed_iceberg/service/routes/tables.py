@@ -157,7 +157,14 @@ async def load_table(request: Request) -> Response:
     if snapshots == "refs":
         referenced = {ref.snapshot_id for ref in metadata.refs.values()}
         metadata = metadata.model_copy(update={"snapshots": [s for s in metadata.snapshots if s.snapshot_id in referenced]})
-    return _result(metadata, location)
+        return _result(metadata, location)
+    # A metadata file never changes, so neither does its full answer: serialised once.
+    bodies = state(request).load_bodies
+    body = bodies.get((target.name, location))
+    if body is None:
+        body = bytes(_result(metadata, location).body)
+        bodies.put((target.name, location), body)
+    return Response(body, media_type="application/json")
 
 
 @endpoint
