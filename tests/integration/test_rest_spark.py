@@ -12,15 +12,21 @@ Spark's catalog ``lake`` is the served catalog, with the properties docs/rest.md
 * ``MERGE INTO`` in merge-on-read mode commits position deletes and new rows through the
   server;
 * Spark, in a fresh session, and pyiceberg's ``RestCatalog`` read the same rows, which equal a
-  plain replay of the statements.
+  plain replay of the statements;
+* Spark's ``credential`` (OAuth2 client credentials) is accepted, and no credential is a 401
+  (a server of its own, with credentials).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField
 
 from tests.support.rest_server import RestServer
 from tests.support.spark import catalog_session, rest_catalog
@@ -91,3 +97,23 @@ def test_spark_creates_inserts_ctas_and_merges_through_rest_and_pyiceberg_reads_
     assert sorted(tuple(row.values()) for row in ctas.scan().to_arrow().to_pylist()) == expected_copy
     assert len(ctas.metadata.snapshots) == 1
     assert ctas.metadata.metadata_log == [], "the staged create and its data committed as one metadata file"
+
+
+def test_spark_authenticates_with_oauth2_client_credentials(spark_jvm: SparkSession, tmp_path: Path) -> None:
+    """``credential=<id>:<secret>`` (Iceberg Java's OAuth2 client-credentials exchange) gets Spark
+    a token; without it the server refuses Spark with 401."""
+    server = RestServer.start(tmp_path / "serve", credentials={"spark": "spark-secret"})
+    try:
+        client = RestCatalog("rest", **server.pyiceberg_properties())
+        client.create_namespace("authed")
+        client.create_table("authed.t", Schema(NestedField(1, "id", LongType(), required=False))).append(
+            pa.table({"id": pa.array([7], pa.int64())})
+        )
+        assert server.credential == "spark:spark-secret"
+        spark = catalog_session(spark_jvm, {CATALOG: rest_catalog(server.uri, server.warehouse, credential=server.credential)})
+        assert [r.id for r in spark.table(f"{CATALOG}.authed.t").collect()] == [7]
+        anonymous = catalog_session(spark_jvm, {CATALOG: rest_catalog(server.uri, server.warehouse)})
+        with pytest.raises(Exception, match="NotAuthorizedException"):
+            anonymous.table(f"{CATALOG}.authed.t").collect()
+    finally:
+        server.stop()
