@@ -24,7 +24,7 @@ from mixed_iceberg.optimizer.config import parse_optimizer_config
 from mixed_iceberg.optimizer.service import OptimizerService
 from tests.support.iceberg_rest_reference import ReferenceServer
 from tests.support.optimizer import DUE, successes, wait_for
-from tests.support.rest_server import RestServer, rest_server
+from tests.support.rest_server import RestServer
 from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog, rows_of
 
 pytestmark = pytest.mark.integration
@@ -37,9 +37,6 @@ _BATCHES = [
     [("-U", 2, "b", 2, 2.0), ("+U", 2, "B", 20, 2.5), ("-D", 3, "c", 3, 3.0), ("+I", 4, "d", 4, 4.0)],
     [("+I", 1, "again", 10, 1.5)],  # an insert over a live key: the latest wins
 ]
-
-
-__all__ = ["rest_server"]  # the fixture, imported for this module's tests
 
 
 @pytest.fixture(params=["reference", "serve"])
