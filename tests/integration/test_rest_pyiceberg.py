@@ -3,15 +3,18 @@
 One server for the module's plain tests (the session fixture), one with client credentials for
 the token test. What is protected: a table created, appended to many times and evolved over
 REST reads back exactly; a keyed table shows as its two stores and refuses a plain append; four processes appending to one table at once lose no commit (each
-conflict is a 409 the client retries on fresh metadata); ``credential=`` gets a token through
+conflict is a 409 the client retries on fresh metadata), and so do two servers over one
+PostgreSQL catalog with no coordinator between them; ``credential=`` gets a token through
 the OAuth2 exchange and a client without one is refused.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
+import uuid
 from pathlib import Path
 
 import pyarrow as pa
@@ -98,6 +101,46 @@ def test_four_processes_appending_to_one_table_lose_no_commit(rest_server: RestS
     ids = sorted(table.scan().to_arrow().column("id").to_pylist())
     assert ids == sorted(worker * 1000 + i for worker in range(4) for i in range(count))
     assert len(table.metadata.snapshots) == 4 * count
+
+
+def test_two_servers_over_one_postgres_catalog_lose_no_commit(tmp_path: Path, postgres_url: str) -> None:
+    # No coordinator between serve processes: the catalog's compare-and-set on the metadata
+    # location is the only lock. Four writers, two on each server, append to one table.
+    name = f"pg{uuid.uuid4().hex[:8]}"  # rows of its own in the shared database's iceberg_tables
+    warehouse = tmp_path / "warehouse"
+    warehouse.mkdir()
+    catalogs = tmp_path / "catalogs.yaml"
+    catalogs.write_text(
+        json.dumps(
+            {"catalogs": [{"name": name, "type": "sql", "properties": {"uri": postgres_url, "warehouse": str(warehouse)}}]}
+        )
+    )
+    servers = [RestServer.start(tmp_path / f"serve{i}", catalogs_yaml=catalogs) for i in range(2)]
+    try:
+        catalog = _catalog(servers[0])
+        catalog.create_namespace("race")
+        catalog.create_table("race.t", SCHEMA)
+        count = 8
+        writers = [
+            subprocess.Popen(
+                [sys.executable, "-c", _WRITER, servers[worker % 2].uri, name, str(worker), str(count)],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for worker in range(4)
+        ]
+        outputs = [writer.communicate(timeout=240) for writer in writers]
+        assert [writer.returncode for writer in writers] == [0, 0, 0, 0], [err for _, err in outputs]
+        for server in servers:  # both see every commit
+            table = _catalog(server).load_table("race.t")
+            ids = sorted(table.scan().to_arrow().column("id").to_pylist())
+            assert ids == sorted(worker * 1000 + i for worker in range(4) for i in range(count))
+            assert len(table.metadata.snapshots) == 4 * count
+    finally:
+        for server in servers:
+            server.stop()
 
 
 def test_credential_gets_a_token_and_a_client_without_one_is_refused(tmp_path: Path) -> None:
