@@ -42,6 +42,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from mixed_iceberg.catalog import MixedCatalog
+from mixed_iceberg.exceptions import ConfigError
 from mixed_iceberg.optimizer.bookkeeping import Bookkeeping
 from mixed_iceberg.optimizer.config import GroupConfig, OptimizerConfig
 from mixed_iceberg.optimizer.context import OptimizerContext
@@ -78,6 +79,14 @@ class OptimizerService:
         container: str | None = None,
     ) -> None:
         self.config = config
+        unserved = sorted(set(catalogs or {}) - set(config.catalogs))
+        if unserved:
+            # Discovery looks at the config's catalogs only: a catalog handed in but not listed
+            # there would never be served, silently.
+            raise ConfigError(
+                f"optimizer: catalogs {unserved} are handed in but not among the config's catalogs "
+                f"{sorted(config.catalogs)}; list them under `catalogs`"
+            )
         self.group: GroupConfig = config.group(group)
         self.threads = max(1, threads)
         self.container = container or self.group.container.value

@@ -9,7 +9,9 @@ import pytest
 
 from mixed_iceberg.exceptions import ConfigError
 from mixed_iceberg.optimizer.config import GROUP_OPTIONS, Container, GroupConfig, load_optimizer_config, parse_optimizer_config
+from mixed_iceberg.optimizer.service import OptimizerService
 from tests.support.services import ROOT
+from tests.support.tables import local_catalog
 
 
 def test_the_shipped_config_parses() -> None:
@@ -113,3 +115,13 @@ def test_the_jobs_local_cluster_listens_on_loopback_unless_the_flink_section_say
     )
     with pytest.raises(ConfigError, match="flink: expected a mapping of Flink settings"):
         parse_optimizer_config({"optimizer_groups": groups, "flink": ["rest.port=1"]})
+
+
+def test_a_catalog_handed_to_the_service_but_not_in_its_config_is_an_error_not_silence(tmp_path: Path) -> None:
+    # Discovery looks at the config's catalogs only: a catalog handed in under another name was
+    # never served, and nothing said so.
+    config = parse_optimizer_config(
+        {"system-database": f"sqlite:///{tmp_path}/system.db", "optimizer_groups": [{"name": "default"}]}
+    )
+    with pytest.raises(ConfigError, match=r"catalogs \['rest'\] are handed in but not among the config's catalogs \['local'\]"):
+        OptimizerService(config, "default", catalogs={"rest": local_catalog(tmp_path / "c")})
