@@ -79,28 +79,32 @@ _WRITER = textwrap.dedent(
 )
 
 
-def test_four_processes_appending_to_one_table_lose_no_commit(rest_server: RestServer) -> None:
-    catalog = _catalog(rest_server)
-    catalog.create_namespace_if_not_exists("race")
-    catalog.create_table("race.t", SCHEMA)
-    count = 8
-    writers = [
+def _append_race(uris: list[str], warehouse: str, writers: int = 4, count: int = 8) -> list[int]:
+    """``writers`` processes (writer i through ``uris[i % len(uris)]``) each append ``count``
+    one-row commits to ``race.t`` at once, retrying a 409 on fresh metadata; the ids they wrote."""
+    processes = [
         subprocess.Popen(
-            [sys.executable, "-c", _WRITER, rest_server.uri, rest_server.warehouse, str(worker), str(count)],
+            [sys.executable, "-c", _WRITER, uris[worker % len(uris)], warehouse, str(worker), str(count)],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for worker in range(4)
+        for worker in range(writers)
     ]
-    outputs = [writer.communicate(timeout=240) for writer in writers]
-    assert [writer.returncode for writer in writers] == [0, 0, 0, 0], [err for _, err in outputs]
+    outputs = [process.communicate(timeout=240) for process in processes]
+    assert [process.returncode for process in processes] == [0] * writers, [err for _, err in outputs]
+    return sorted(worker * 1000 + i for worker in range(writers) for i in range(count))
 
+
+def test_four_processes_appending_to_one_table_lose_no_commit(rest_server: RestServer) -> None:
+    catalog = _catalog(rest_server)
+    catalog.create_namespace_if_not_exists("race")
+    catalog.create_table("race.t", SCHEMA)
+    expected = _append_race([rest_server.uri], rest_server.warehouse)
     table = _catalog(rest_server).load_table("race.t")
-    ids = sorted(table.scan().to_arrow().column("id").to_pylist())
-    assert ids == sorted(worker * 1000 + i for worker in range(4) for i in range(count))
-    assert len(table.metadata.snapshots) == 4 * count
+    assert sorted(table.scan().to_arrow().column("id").to_pylist()) == expected
+    assert len(table.metadata.snapshots) == len(expected)
 
 
 def test_two_servers_over_one_postgres_catalog_lose_no_commit(tmp_path: Path, postgres_url: str) -> None:
@@ -120,24 +124,11 @@ def test_two_servers_over_one_postgres_catalog_lose_no_commit(tmp_path: Path, po
         catalog = _catalog(servers[0])
         catalog.create_namespace("race")
         catalog.create_table("race.t", SCHEMA)
-        count = 8
-        writers = [
-            subprocess.Popen(
-                [sys.executable, "-c", _WRITER, servers[worker % 2].uri, name, str(worker), str(count)],
-                cwd=ROOT,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for worker in range(4)
-        ]
-        outputs = [writer.communicate(timeout=240) for writer in writers]
-        assert [writer.returncode for writer in writers] == [0, 0, 0, 0], [err for _, err in outputs]
+        expected = _append_race([server.uri for server in servers], name)
         for server in servers:  # both see every commit
             table = _catalog(server).load_table("race.t")
-            ids = sorted(table.scan().to_arrow().column("id").to_pylist())
-            assert ids == sorted(worker * 1000 + i for worker in range(4) for i in range(count))
-            assert len(table.metadata.snapshots) == 4 * count
+            assert sorted(table.scan().to_arrow().column("id").to_pylist()) == expected
+            assert len(table.metadata.snapshots) == len(expected)
     finally:
         for server in servers:
             server.stop()
