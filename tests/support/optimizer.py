@@ -83,10 +83,10 @@ def successes(db: SystemDatabase, table_id: str) -> int:
     return sum(p.status == ProcessStatus.SUCCESS for p in db.processes(table_id))
 
 
-def churn(table: MixedTable, commits: int) -> None:
-    """``commits`` change commits: an update and a new key each."""
+def churn(table: MixedTable, commits: int, keys: int = 200) -> None:
+    """``commits`` change commits: an update of one of the keys ``0..keys-1`` and a new key each."""
     for _ in range(commits):
-        i = next(_ids) % 200
+        i = next(_ids) % keys
         with table.new_transaction() as txn:
             txn.write(changes([("-U", i, "a", i, 1.0), ("+U", i, "b", i + 1000, 2.0), ("+I", 10_000 + next(_ids), "c", 1, 1.0)]))
 

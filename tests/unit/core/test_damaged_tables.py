@@ -34,9 +34,9 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     catalog = local_catalog(work)
     table = catalog.create_table("db.k", ORDERS_SCHEMA, primary_key=["id"], properties=DUE)
     table.bulk_load(changes([("+I", k, "a", k, 1.0) for k in range(20)]).drop_columns(["_change_action"]))
-    churn(table, 3)
+    churn(table, 3, keys=20)  # updates of loaded keys: position deletes after the minor
     table.optimizing.run("minor")  # B files with position deletes
-    churn(table, 2)  # and unmerged change files
+    churn(table, 2, keys=20)  # and unmerged change files
     catalog.iceberg.engine.dispose()  # type: ignore[attr-defined]  (SQLite checkpoints its log on the last close)
     shutil.copytree(work, root / "copy")
     return work, root / "copy"
