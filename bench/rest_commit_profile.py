@@ -57,6 +57,7 @@ def main() -> int:
             server.stop()
     seconds.sort()
     print(f"p50 commit (profiled): {seconds[len(seconds) // 2] * 1000:.1f} ms over {args.commits} commits")
+    print(f"loads answered 304 Not Modified: {getattr(catalog.iceberg, 'not_modified', 'n/a')}")
     pstats.Stats(profile).sort_stats("cumulative").print_stats(args.top)
     return 0
 

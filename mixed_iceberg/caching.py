@@ -61,6 +61,11 @@ class LruCache(Generic[K, V]):
         with self._lock:
             self._entries[key] = value
 
+    def discard(self, key: K) -> None:
+        """Forget ``key`` (nothing happens when it is not kept)."""
+        with self._lock:
+            self._entries.pop(key, None)
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()

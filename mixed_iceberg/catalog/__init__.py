@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pyiceberg.catalog import Catalog
-from pyiceberg.catalog.rest import RestCatalog
 
+from mixed_iceberg._pyiceberg.rest_catalog import ConditionalRestCatalog
 from mixed_iceberg.catalog.config import CatalogConfig, load_catalog_config
 from mixed_iceberg.catalog.markers import WRITER_HEADER
 from mixed_iceberg.catalog.mixed_catalog import MixedCatalog
@@ -22,7 +22,7 @@ def _iceberg_catalog(config: CatalogConfig) -> Catalog:
         if config.type == "sql":
             return MixedSqlCatalog(config.name, **props)
         # Our own writer says so (catalog/markers.py); a header the caller configured wins.
-        return RestCatalog(config.name, **{f"header.{WRITER_HEADER}": "mixed-iceberg", **props})
+        return ConditionalRestCatalog(config.name, **{f"header.{WRITER_HEADER}": "mixed-iceberg", **props})
     except Exception as exc:  # driver and connection errors vary by backend; all are config problems here
         raise ConfigError(
             f"catalog {config.name!r} ({config.type}, uri {props.get('uri')!r}) could not be opened: {exc}"

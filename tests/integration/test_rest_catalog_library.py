@@ -91,6 +91,32 @@ def test_a_keyed_table_through_rest_reads_back_merged_and_as_changes_as_through_
     assert rest_catalog.iceberg.table_exists(rest_catalog.change_identifier(f"{NAMESPACE}.orders"))
 
 
+def test_a_writer_sees_another_clients_commit_through_its_conditional_loads(
+    rest_catalog: MixedCatalog, server_properties: dict[str, str], request: pytest.FixtureRequest
+) -> None:
+    """Our client loads a table it knows with If-None-Match (``_pyiceberg/rest_catalog.py``): on
+    serve, a writer's refresh before its next commit is a bodiless 304, and a commit by another
+    client is still seen (never a stale answer); a server without ETags answers in full."""
+    table = rest_catalog.create_table(f"{NAMESPACE}.tagged", ORDERS_SCHEMA, primary_key=["id"])
+    _write(table)
+    other = load_catalog("remote", **server_properties).load_table(f"{NAMESPACE}.tagged")
+    client = rest_catalog.iceberg
+    before = client.not_modified  # type: ignore[attr-defined]
+    with table.new_transaction(("writer", 10)) as txn:
+        txn.write(changes([("+I", 20, "mine", 1, 1.0)]))
+    with table.new_transaction(("writer", 11)) as txn:
+        txn.write(changes([("+I", 21, "mine", 1, 1.0)]))
+    if request.node.callspec.params["server_properties"] == "serve":
+        assert client.not_modified >= before + 2  # type: ignore[attr-defined]
+    with other.new_transaction(("other", 1)) as txn:  # other's own cached answer is stale: it must see 20 and 21
+        txn.write(changes([("-D", 20, "mine", 1, 1.0), ("+I", 22, "theirs", 2, 2.0)]))
+    with table.new_transaction(("writer", 12)) as txn:
+        txn.write(changes([("+U", 22, "mine again", 3, 3.0)]))
+    keys = {row[0]: row[1] for row in rows_of(table.scan().to_arrow())}
+    assert (20 in keys, keys[21], keys[22]) == (False, "mine", "mine again")
+    assert rows_of(other.scan().to_arrow()) == rows_of(table.scan().to_arrow())
+
+
 def test_optimizing_through_rest_commits_a_replace_and_keeps_the_rows(rest_catalog: MixedCatalog) -> None:
     table = rest_catalog.create_table(f"{NAMESPACE}.optimized", ORDERS_SCHEMA, primary_key=["id"])
     _write(table)

@@ -8,6 +8,8 @@ cannot be dropped or renamed (403). Commits go through :mod:`mixed_iceberg.servi
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from pyiceberg import exceptions as ice
@@ -23,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from mixed_iceberg.catalog.markers import TABLE_STORE
+from mixed_iceberg.catalog.metadata_json import metadata_json
 from mixed_iceberg.service.catalogs import ServedCatalog
 from mixed_iceberg.service.commits import Committed, TableChange
 from mixed_iceberg.service.errors import refuse
@@ -79,8 +82,23 @@ def _load(target: ServedCatalog, namespace: tuple[str, ...], name: str) -> tuple
     return table.metadata, str(table.metadata_location)
 
 
+def etag(location: str, snapshots: str = "all") -> str:
+    """The ETag of a table's answer: one metadata file in one ``snapshots`` mode (a metadata file
+    never changes, and ``refs`` answers differ from ``all`` answers, as the spec asks)."""
+    return '"' + hashlib.sha256(f"{snapshots}:{location}".encode()).hexdigest()[:32] + '"'
+
+
 def _result(metadata: TableMetadata, location: str | None) -> Response:
-    return model_response(TableResponse.model_validate({"metadata-location": location, "metadata": metadata, "config": {}}))
+    if location is None or metadata.format_version >= 3:
+        response = model_response(
+            TableResponse.model_validate({"metadata-location": location, "metadata": metadata, "config": {}})
+        )
+    else:  # the metadata file's own JSON (its history serialised once, catalog/metadata_json.py)
+        body = f'{{"metadata-location":{json.dumps(location)},"metadata":{metadata_json(metadata)},"config":{{}}}}'
+        response = Response(body, media_type="application/json")
+    if location is not None:
+        response.headers["ETag"] = etag(location)
+    return response
 
 
 def _committed(committed: Committed) -> Response:
@@ -154,17 +172,31 @@ async def load_table(request: Request) -> Response:
         refuse(f"Invalid snapshots {snapshots!r}: expected 'all' or 'refs'")
     target = served(request)
     metadata, location = await threaded(_load, target, namespace, name)
+    tag = etag(location, snapshots)
+    matches = _tags(request.headers.get("if-none-match"))
+    if tag in matches or "*" in matches:
+        return Response(status_code=304, headers={"ETag": tag})
     if snapshots == "refs":
         referenced = {ref.snapshot_id for ref in metadata.refs.values()}
         metadata = metadata.model_copy(update={"snapshots": [s for s in metadata.snapshots if s.snapshot_id in referenced]})
-        return _result(metadata, location)
+        response = _result(metadata, location)
+        response.headers["ETag"] = tag
+        return response
     # A metadata file never changes, so neither does its full answer: serialised once.
     bodies = state(request).load_bodies
     body = bodies.get((target.name, location))
     if body is None:
         body = bytes(_result(metadata, location).body)
         bodies.put((target.name, location), body)
-    return Response(body, media_type="application/json")
+    return Response(body, media_type="application/json", headers={"ETag": tag})
+
+
+def _tags(header: str | None) -> set[str]:
+    """The entity tags of an ``If-None-Match`` header (weak ones compared as strong, RFC 9110's
+    weak comparison, which GET may use); ``*`` matches any current table."""
+    if not header:
+        return set()
+    return {part.strip().removeprefix("W/") for part in header.split(",")}
 
 
 @endpoint
@@ -195,10 +227,10 @@ async def commit_table(request: Request) -> Response:
     target = served(request)
     ours = _ours(request)
 
-    def run() -> Committed:
-        return state(request).committer(target).commit([change], ours=ours)[0]
+    def run() -> Response:  # the answer is serialised off the event loop too
+        return _committed(state(request).committer(target).commit([change], ours=ours)[0])
 
-    return _committed(await threaded(run))
+    return await threaded(run)
 
 
 def _store_kind(target: ServedCatalog, namespace: tuple[str, ...], name: str) -> TableStore | None:

@@ -161,6 +161,47 @@ def test_load_with_snapshots_refs_leaves_out_unreferenced_snapshots(client: Test
     assert [s["snapshot-id"] for s in refs] == [first]
 
 
+def test_a_load_repeating_the_answer_etag_is_a_bodiless_304_until_the_table_changes(client: TestClient) -> None:
+    """The spec's conditional load: each table answer carries an ETag, a load sending it back in
+    If-None-Match gets 304 while the table is unchanged, and the full answer once it changed.
+    A commit's answer is tagged like the load that would follow it."""
+    from tests.unit.service.test_commits import add_snapshot
+
+    url = f"{PREFIX}/namespaces/db/tables/t"
+    created = client.post(f"{PREFIX}/namespaces", json={"namespace": ["db"]})
+    created = client.post(f"{PREFIX}/namespaces/db/tables", json={"name": "t", "schema": SCHEMA})
+    loaded = client.get(url)
+    tag = loaded.headers["ETag"]
+    assert tag == created.headers["ETag"]
+    unchanged = client.get(url, headers={"If-None-Match": tag})
+    assert (unchanged.status_code, unchanged.content, unchanged.headers["ETag"]) == (304, b"", tag)
+    assert client.get(url, headers={"If-None-Match": f'"other", W/{tag}'}).status_code == 304
+    assert client.get(url, headers={"If-None-Match": "*"}).status_code == 304
+    refs = client.get(f"{url}?snapshots=refs")
+    assert refs.headers["ETag"] != tag  # another representation of the same version
+    assert client.get(url, headers={"If-None-Match": refs.headers["ETag"]}).status_code == 200
+
+    add_snapshot(client, "t", parent=None)
+    changed = client.get(url, headers={"If-None-Match": tag})
+    assert changed.status_code == 200
+    assert changed.headers["ETag"] != tag
+    assert len(changed.json()["metadata"]["snapshots"]) == 1
+
+
+def test_a_commit_answers_the_metadata_it_wrote_as_a_load_would(client: TestClient) -> None:
+    """The commit's answer is built from the metadata file's own JSON (not serialised twice):
+    it must equal the next load's answer, field for field."""
+    from tests.unit.service.test_commits import _commit, add_snapshot
+
+    create_table(client)
+    first = add_snapshot(client, "t", parent=None)
+    answer = _commit(client, "t", [], [{"action": "set-properties", "updates": {"k": "v"}}])
+    loaded = client.get(f"{PREFIX}/namespaces/db/tables/t")
+    assert answer.json() == loaded.json()
+    assert answer.headers["ETag"] == loaded.headers["ETag"]
+    assert answer.json()["metadata"]["current-snapshot-id"] == first
+
+
 def test_rename_moves_the_table_and_reports_conflicts(client: TestClient) -> None:
     create_table(client, name="a")
     create_table(client, name="b")

@@ -1,0 +1,166 @@
+"""pyiceberg's REST catalog, loading a table it already knows by a conditional request.
+
+Iceberg's REST spec lets a server tag each table answer (``ETag``) and answer a load that
+repeats the tag in ``If-None-Match`` with ``304 Not Modified`` and no body. pyiceberg 0.12 sends
+no tag, so every refresh before a commit fetches and pydantic-parses the whole table metadata,
+which grows with the snapshots. :class:`ConditionalRestCatalog` remembers the last answer per
+table (its tag, parsed) and sends the tag: an unchanged table costs one bodiless round trip. A
+commit's answer is remembered too, under the tag the server gave it, so the refresh that opens
+the next commit of the same writer is a 304. A server without ETags behaves as before.
+
+Overrides ``RestCatalog.load_table`` and ``commit_table`` (same requests, same error mapping) and
+uses ``RestCatalog._session``, ``_split_identifier_for_path``, ``_response_to_table`` and
+``rest._RETRY_ARGS``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pyiceberg.catalog import TOKEN
+from pyiceberg.catalog.rest import (
+    _RETRY_ARGS,
+    AUTHORIZATION_HEADER,
+    BEARER_PREFIX,
+    SNAPSHOT_LOADING_MODE,
+    Capability,
+    Endpoints,
+    RestCatalog,
+    TableResponse,
+)
+from pyiceberg.catalog.rest.response import _handle_non_200_response
+from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownException, NoSuchTableError
+from pyiceberg.table import CommitTableRequest, CommitTableResponse, Table, TableIdentifier
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.snapshots import Snapshot
+from pyiceberg.table.update import TableRequirement, TableUpdate
+from pyiceberg.typedef import UTF8, Identifier
+from requests import HTTPError
+from tenacity import retry
+
+from mixed_iceberg.caching import LruCache
+
+__all__ = ["ConditionalRestCatalog"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: RestCatalog's retry of a request whose token expired (tenacity's decorator is untyped here).
+_retrying: Callable[[F], F] = retry(**_RETRY_ARGS)  # type: ignore[call-overload]
+
+#: Tables whose last answer is kept per catalog (a table's answer is its parsed metadata).
+ANSWERS_KEPT = 256
+
+
+class ConditionalRestCatalog(RestCatalog):
+    """A :class:`RestCatalog` whose loads are conditional on the last answer's ``ETag``."""
+
+    def __init__(self, name: str, **properties: str) -> None:
+        super().__init__(name, **properties)
+        #: (table, snapshots mode) -> (the answer's ETag, the answer)
+        self.answers: LruCache[tuple[Identifier, str], tuple[str, TableResponse]] = LruCache(ANSWERS_KEPT)
+        #: loads answered 304 (tests and the commit profile read it)
+        self.not_modified = 0
+
+    def _mode(self) -> str:
+        mode = self.properties.get(SNAPSHOT_LOADING_MODE) or "all"
+        if mode not in ("all", "refs"):
+            raise ValueError(f"Invalid snapshot-loading-mode: {mode}")
+        return mode
+
+    @_retrying
+    def load_table(self, identifier: str | Identifier) -> Table:
+        self._check_endpoint(Capability.V1_LOAD_TABLE)
+        mode = self._mode()
+        params = {"snapshots": mode} if self.properties.get(SNAPSHOT_LOADING_MODE) else {}
+        ident = self.identifier_to_tuple(identifier)
+        known = self.answers.get((ident, mode))
+        headers = {"If-None-Match": known[0]} if known is not None else {}
+        response = self._session.get(
+            self.url(Endpoints.load_table, prefixed=True, **self._split_identifier_for_path(identifier)),
+            params=params,
+            headers=headers,
+        )
+        if response.status_code == 304 and known is not None:
+            self.not_modified += 1
+            return self._response_to_table(ident, known[1])
+        try:
+            response.raise_for_status()
+        except HTTPError as exc:
+            self.answers.discard((ident, mode))
+            _handle_non_200_response(exc, {404: NoSuchTableError})
+        answer = parse_answer(response.text, known[1].metadata if known is not None else None)
+        self._remember(ident, mode, response.headers.get("ETag"), answer)
+        return self._response_to_table(ident, answer)
+
+    @_retrying
+    def commit_table(
+        self, table: Table, requirements: tuple[TableRequirement, ...], updates: tuple[TableUpdate, ...]
+    ) -> CommitTableResponse:
+        # RestCatalog.commit_table's request and error mapping; the answer parsed by parse_answer.
+        self._check_endpoint(Capability.V1_UPDATE_TABLE)
+        identifier = table.name()
+        request = CommitTableRequest(
+            identifier=TableIdentifier(namespace=list(identifier[:-1]), name=identifier[-1]),
+            requirements=requirements,
+            updates=updates,
+        )
+        headers = dict(self._session.headers)
+        if table_token := table.config.get(TOKEN):
+            headers[AUTHORIZATION_HEADER] = f"{BEARER_PREFIX} {table_token}"
+        response = self._session.post(
+            self.url(Endpoints.update_table, prefixed=True, **self._split_identifier_for_path(request.identifier)),
+            data=request.model_dump_json().encode(UTF8),
+            headers=headers,
+        )
+        try:
+            response.raise_for_status()
+        except HTTPError as exc:
+            self.answers.discard((identifier, "all"))
+            _handle_non_200_response(
+                exc,
+                {
+                    409: CommitFailedException,
+                    500: CommitStateUnknownException,
+                    502: CommitStateUnknownException,
+                    504: CommitStateUnknownException,
+                },
+            )
+        answer = parse_answer(response.text, table.metadata)
+        if answer.metadata_location is None:
+            raise CommitStateUnknownException(f"{'.'.join(identifier)}: the commit's answer names no metadata-location")
+        if self._mode() == "all":  # what the next load will answer, with the last load's config and credentials
+            last = self.answers.peek((identifier, "all"))
+            context = (
+                {"config": last[1].config, "storage_credentials": last[1].storage_credentials}
+                if last
+                else {"config": table.config}
+            )
+            self._remember(identifier, "all", response.headers.get("ETag"), answer.model_copy(update=context))
+        return CommitTableResponse(metadata=answer.metadata, metadata_location=answer.metadata_location)
+
+    def _remember(self, ident: Identifier, mode: str, tag: str | None, answer: TableResponse) -> None:
+        if tag:
+            self.answers.put((ident, mode), (tag, answer))
+        else:
+            self.answers.discard((ident, mode))
+
+
+def parse_answer(text: str, known: TableMetadata | None) -> TableResponse:
+    """A table answer (load, create, commit), its snapshots taken from ``known`` where it has
+    them: a snapshot id names one immutable snapshot, and pydantic builds each ``Snapshot``
+    through Python code, the largest part of parsing a long history. Equal to
+    ``TableResponse.model_validate_json(text)``."""
+    document = json.loads(text)
+    metadata = document.get("metadata") if isinstance(document, dict) else None
+    snapshots = metadata.get("snapshots") if isinstance(metadata, dict) else None
+    if known is None or not known.snapshots or metadata.get("format-version") not in (2, 3) or not isinstance(snapshots, list):  # type: ignore[union-attr]
+        return TableResponse.model_validate(document)
+    answer = TableResponse.model_validate({**document, "metadata": {**metadata, "snapshots": []}})  # type: ignore[dict-item]
+    by_id: dict[Any, Snapshot] = {snapshot.snapshot_id: snapshot for snapshot in known.snapshots}
+    parsed = [by_id.get(entry.get("snapshot-id")) if isinstance(entry, dict) else None for entry in snapshots]
+    parsed = [
+        found if found is not None else Snapshot.model_validate(entry) for found, entry in zip(parsed, snapshots, strict=True)
+    ]
+    return answer.model_copy(update={"metadata": answer.metadata.model_copy(update={"snapshots": parsed})})
