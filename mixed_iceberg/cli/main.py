@@ -1,151 +1,141 @@
-"""``mixed-iceberg``: operate tables and optimizers from the shell.
+"""``mixed-iceberg``: operate catalogs, tables and optimizers from the shell (docs/cli.md).
 
-mixed-iceberg [--catalog local] status   db.orders     file classes, pending optimizing type
-mixed-iceberg status                                   the optimizer groups (as `groups`)
-mixed-iceberg [--catalog local] optimize db.orders [--type minor|major|full]
-mixed-iceberg optimizer --group default [--threads 2]  run an optimizer (the local container)
-mixed-iceberg groups                                   optimizer groups: live optimizers, backlog, tables
-mixed-iceberg serve [--config conf/service.yaml]       the catalogs as an Iceberg REST catalog (docs/rest.md)
+  catalogs                          the catalogs of catalogs.yaml (secrets masked)
+  tables [NAMESPACE]                the tables of --catalog, with their kind
+  describe TABLE                    schema, key, partitioning, stores, properties
+  properties get|set TABLE ...      read or set table properties (checked by the option registry)
+  create SPEC.yaml                  create a table from a YAML spec
+  status [TABLE] [--check]          records, unmerged change, delete ratio, health; no table: the groups
+  optimize TABLE [--type T]         run self-optimizing now (says why when nothing is due)
+  maintenance TABLE                 change TTL, manifests, snapshot expiry, orphans now
+  groups | optimizers | processes   the optimizer service's state, from its system database
+  optimizer --group G               run an optimizer in this process (the local container)
+  serve [--config conf/service.yaml]  the catalogs as an Iceberg REST catalog (docs/rest.md)
+
+Human tables by default; --json for scripts. Options go before or after the verb. Exit codes:
+0 done, 1 unexpected error, 2 bad input, 3 storage or damaged table, 4 retry later,
+5 a health target missed, 6 a health target close (status --check).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import signal
 import sys
-from collections.abc import Sequence
-from dataclasses import asdict
+from collections.abc import Callable, Sequence
+from typing import NoReturn
 
-from mixed_iceberg import MixedIcebergError, load_catalog
-from mixed_iceberg.optimizing.collect import collect
-from mixed_iceberg.optimizing.model import FileClass
+from mixed_iceberg.cli import catalogs, describe, groups, optimize, status
+from mixed_iceberg.cli.exits import ExitCode, classify, one_line
+from mixed_iceberg.cli.progress import Progress
+from mixed_iceberg.cli.render import Result, to_json
 
 __all__ = ["main"]
 
-
-def _status(catalog: str, name: str) -> dict[str, object]:
-    """What the table's metadata tells, without reading a data file (see docs/optimizing.md).
-
-    The rows of the merged view are not among it: how many of the change inserts replace a
-    base row, and which rows the change deletes hit, only a read can say. Hence the counts
-    by kind, and a delete ratio that counts both kinds of delete against all rows written.
-    """
-    table = load_catalog(catalog).load_table(name)
-    config = table.config.optimizing
-    collected = collect(table.handle)
-    evaluation = table.optimizing.evaluate()
-    classes = {c.value: 0 for c in FileClass}
-    for part in collected.partitions:
-        for file in part.base:
-            classes[config.classify(file.size).value] += 1
-    base_records = sum(f.records for p in collected.partitions for f in p.base)
-    position_deleted = sum(f.pos_delete_records for p in collected.partitions for f in p.base)
-    change_inserts = sum(c.records for p in collected.partitions for c in p.change if not c.is_delete)
-    change_deletes = sum(c.records for p in collected.partitions for c in p.change if c.is_delete)
-    written = base_records + change_inserts
-    return {
-        "table": name,
-        "keyed": table.is_keyed,
-        "base_files": classes,
-        "base_delete_files": len(collected.delete_files),
-        "change_files_unmerged": len(collected.change_files),
-        "base_records": base_records,
-        "base_position_deleted_records": position_deleted,
-        "change_insert_records_unmerged": change_inserts,
-        "change_delete_records_unmerged": change_deletes,
-        "delete_ratio": round((position_deleted + change_deletes) / written, 4) if written else 0.0,
-        "pending": evaluation.type.value if evaluation.type else None,
-        "partitions": [
-            {"partition": p.path or "<unpartitioned>", "pending": p.type.value if p.type else None, "reason": p.reason}
-            for p in evaluation.partitions
-        ],
-    }
+#: Verbs that run until stopped: they log at INFO (each commit and task), as a service does.
+_SERVICES = ("optimizer", "serve")
 
 
-def _run_optimizer(config_path: str | None, group: str, threads: int) -> int:
-    from mixed_iceberg.optimizer.config import load_optimizer_config
-    from mixed_iceberg.optimizer.service import OptimizerService
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error on one line (exit code 2, as argparse's own)."""
 
-    service = OptimizerService(load_optimizer_config(config_path), group, threads=threads, container="local")
-
-    def stop(signum: int, _: object) -> None:
-        logging.getLogger(__name__).info("signal %d: stopping the optimizer", signum)
-        service.request_stop()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    service.run_forever()
-    return 0
+    def error(self, message: str) -> NoReturn:
+        print(f"mixed-iceberg: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(ExitCode.USAGE)
 
 
-def _groups(config_path: str | None) -> int:
-    from mixed_iceberg.optimizer.config import load_optimizer_config
-    from mixed_iceberg.optimizer.report import group_report, warnings
-    from mixed_iceberg.optimizer.sysdb.database import SystemDatabase
+def _options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """The options every verb takes, before or after it: the main parser holds the defaults, the
+    verbs' copies leave a value unset unless given (argparse.SUPPRESS), so either place works."""
 
-    config = load_optimizer_config(config_path)
-    db = SystemDatabase(config.system_database)
-    db.migrate()
-    report = group_report(db, config)
-    for line in warnings(report):
-        print(f"mixed-iceberg: {line}", file=sys.stderr)
-    print(json.dumps(report, indent=2))
-    return 0
+    def default(value: object) -> object:
+        return value if defaults else argparse.SUPPRESS
+
+    parser.add_argument("--catalog", default=default("local"), help="catalog name in catalogs.yaml (default: local)")
+    parser.add_argument("--json", action="store_true", default=default(False), help="print JSON for scripts")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", default=default(False), help="log each commit and task; tracebacks"
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", default=default(False), help="no progress lines")
+    parser.add_argument(
+        "--progress", action="store_true", default=default(False), help="progress lines even when stderr is not a terminal"
+    )
 
 
-def _serve(config_path: str | None, host: str | None, port: int | None) -> int:
+def _serve(args: argparse.Namespace, progress: Progress) -> int:
     from mixed_iceberg.service import load_service_config, serve
 
-    return serve(load_service_config(config_path, host=host, port=port))
+    return serve(load_service_config(args.config, host=args.host, port=args.port))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="mixed-iceberg", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--catalog", default="local", help="catalog name in conf/catalogs.yaml (default: local)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log each commit and task")
-    sub = parser.add_subparsers(dest="command", required=True)
-    status = sub.add_parser(
-        "status", help="a table: file counts by class, delete ratio, pending type; no table: the optimizer groups"
-    )
-    status.add_argument("table", nargs="?", default=None)
-    status.add_argument("--config", default=None, help="optimizer config, for the groups (default conf/optimizer.yaml)")
-    optimize = sub.add_parser("optimize", help="run self-optimizing now")
-    optimize.add_argument("table")
-    optimize.add_argument("--type", choices=["minor", "major", "full"], default=None, help="force a type (default: what is due)")
-    optimizer = sub.add_parser("optimizer", help="run an optimizer of a group in this process until SIGTERM/SIGINT")
-    optimizer.add_argument("--group", default="default")
-    optimizer.add_argument("--threads", type=int, default=1, help="executor threads (default 1)")
-    optimizer.add_argument("--config", default=None, help="optimizer config (default conf/optimizer.yaml)")
-    groups = sub.add_parser("groups", help="optimizer groups: live optimizers, pending tasks, table states")
-    groups.add_argument("--config", default=None, help="optimizer config (default conf/optimizer.yaml)")
-    serve = sub.add_parser("serve", help="serve the catalogs as an Iceberg REST catalog until SIGTERM/SIGINT")
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line (docs/cli.md documents it)."""
+    parser = _Parser(prog="mixed-iceberg", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _options(parser, defaults=True)
+    common = _Parser(add_help=False)
+    _options(common, defaults=False)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="VERB")
+    catalogs.register(sub, common)
+    describe.register(sub, common)
+    status.register(sub, common)
+    optimize.register(sub, common)
+    groups.register(sub, common)
+    serve = sub.add_parser("serve", parents=[common], help="serve the catalogs as an Iceberg REST catalog until SIGTERM/SIGINT")
     serve.add_argument("--config", default=None, help="service config (default conf/service.yaml)")
     serve.add_argument("--host", default=None, help="override the config's host")
     serve.add_argument("--port", type=int, default=None, help="override the config's port (0: any free port)")
-    args = parser.parse_args(argv)
-    level = logging.INFO if args.verbose or args.command in ("optimizer", "serve") else logging.WARNING
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    serve.set_defaults(func=_serve, long_running=True)
+    return parser
+
+
+def configure_logging(command: str, verbose: bool) -> None:
+    """WARNING and up on stderr; INFO for ``-v`` and for the verbs that run as services.
+
+    Alembic logs each migration check at INFO (seven lines at every optimizer start): it stays at
+    WARNING unless ``-v``. The handler carries the level, so that the progress lines' temporary
+    INFO level on ``mixed_iceberg`` does not print those records twice.
+    """
+    level = logging.INFO if verbose or command in _SERVICES else logging.WARNING
+    root = logging.getLogger()
+    if not root.handlers:  # as logging.basicConfig: a host (a test runner) that set up logging keeps its own
+        handler = logging.StreamHandler()
+        handler.setLevel(level)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+        root.setLevel(level)
+    logging.getLogger("alembic").setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns its exit code (:class:`~mixed_iceberg.cli.exits.ExitCode`)."""
     try:
-        if args.command == "optimizer":
-            return _run_optimizer(args.config, args.group, args.threads)
-        if args.command == "serve":
-            return _serve(args.config, args.host, args.port)
-        if args.command == "groups" or (args.command == "status" and args.table is None):
-            return _groups(args.config)
-        if args.command == "status":
-            report = _status(args.catalog, args.table)
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2), already printed
+        return int(exc.code or 0)
+    configure_logging(args.command, args.verbose)
+    progress = Progress(not args.quiet and (args.progress or (getattr(args, "long_running", False) and sys.stderr.isatty())))
+    handler: Callable[[argparse.Namespace, Progress], Result | int] = args.func
+    try:
+        outcome = handler(args, progress)
+    except KeyboardInterrupt:
+        print("mixed-iceberg: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the CLI's boundary: every error one line, with its exit code
+        code = classify(exc)
+        if args.verbose:
+            logging.getLogger(__name__).error("%s", type(exc).__name__, exc_info=True)
+        if code is ExitCode.FAILED:
+            hint = "" if args.verbose else " (run with -v for the traceback)"
+            print(f"mixed-iceberg: unexpected error: {type(exc).__name__}: {one_line(str(exc))}{hint}", file=sys.stderr)
         else:
-            result = load_catalog(args.catalog).load_table(args.table).optimizing.run(args.type)
-            report = {k: (v.value if hasattr(v, "value") else v) for k, v in asdict(result).items()}
-    except MixedIcebergError as exc:
-        print(f"mixed-iceberg: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(report, indent=2))
-    return 0
+            print(f"mixed-iceberg: {one_line(str(exc))}", file=sys.stderr)
+        return int(code)
+    if isinstance(outcome, int):
+        return outcome
+    for line in outcome.warnings:
+        print(f"mixed-iceberg: {line}", file=sys.stderr)
+    print(to_json(outcome.data) if args.json else outcome.text)
+    return int(outcome.code)
 
 
 if __name__ == "__main__":

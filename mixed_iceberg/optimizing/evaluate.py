@@ -33,6 +33,48 @@ def needs_rewrite(file: BaseFile, config: OptimizingConfig) -> bool:
     return file.pos_delete_records > file.records * config.major_duplicate_ratio
 
 
+def _age(ms: int) -> str:
+    """A rough age for people (``42s``, ``17min``, ``3h``, ``2d``)."""
+    seconds = ms // 1000
+    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{max(0, seconds)}s"
+
+
+def _idle_reason(
+    config: OptimizingConfig,
+    *,
+    keyed: bool,
+    small: int,
+    has_change: bool,
+    since_optimized_ms: int,
+    since_full_ms: int,
+    undersized: int,
+) -> str:
+    """Why nothing is due: each trigger evaluated, with its value and its threshold, so that an
+    operator who expected a run sees which one would have to move."""
+    threshold = max(config.layout.base_buckets + 1, config.minor_file_count) if keyed else config.minor_file_count
+    checks = [f"{small} small file(s) < minor.trigger.file-count {threshold}"]
+    interval = _age(_ms(config.minor_interval))
+    if keyed and not has_change:
+        checks.append("no unmerged change data")
+    elif since_optimized_ms <= _ms(config.minor_interval):
+        checks.append(f"{_age(since_optimized_ms)} since the last optimizing (or creation) <= minor.trigger.interval {interval}")
+    else:
+        checks.append(f"minor.trigger.interval {interval} reached but nothing to merge")
+    checks.append(f"no segment over major.trigger.duplicate-ratio {config.major_duplicate_ratio}")
+    if undersized:
+        checks.append(f"{undersized} undersized segment(s) hold less than a target file")
+    if config.full_interval is None:
+        checks.append("full.trigger.interval off")
+    elif since_full_ms <= _ms(config.full_interval):
+        checks.append(f"{_age(since_full_ms)} since the last full <= full.trigger.interval {_age(_ms(config.full_interval))}")
+    else:
+        checks.append(f"full.trigger.interval {_age(_ms(config.full_interval))} reached but nothing to rewrite")
+    return "healthy: " + "; ".join(checks)
+
+
 def evaluate_partition(
     part: PartitionFiles,
     config: OptimizingConfig,
@@ -92,6 +134,16 @@ def evaluate_partition(
     elif combine_pos:
         kind, reason = OptimizingType.MINOR, f"{len(combine_pos)} segment(s) with several position-delete files"
 
+    if kind is None:
+        reason = _idle_reason(
+            config,
+            keyed=keyed,
+            small=small,
+            has_change=has_change,
+            since_optimized_ms=now_ms - part.last_optimized_ms,
+            since_full_ms=now_ms - last_full_ms,
+            undersized=len(undersized),
+        )
     return PartitionEvaluation(
         path=part.path,
         type=kind,

@@ -74,7 +74,7 @@ def test_two_optimizer_processes_share_a_group_and_never_overlap_on_a_table(tmp_
     assert db.live_optimizers("default", 60_000) == []  # both unregistered on SIGTERM
     # `mixed-iceberg groups`, as docs/optimizer.md runs it: the group, no live optimizer, every table.
     groups = subprocess.run(
-        [str(Path(sys.executable).parent / "mixed-iceberg"), "groups", "--config", str(setup.config_path)],
+        [str(Path(sys.executable).parent / "mixed-iceberg"), "groups", "--json", "--config", str(setup.config_path)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -46,13 +46,13 @@ def test_cli_status_and_optimize(tmp_path: Path, capsys: pytest.CaptureFixture[s
             txn.write(changes([("+I", i, "a", i, 1.0)]))
     env_conf = ["--catalog", "t"]
     monkeypatch.setenv("MIXED_ICEBERG_CATALOGS", str(conf))
-    assert main([*env_conf, "status", "db.t"]) == 0
+    assert main([*env_conf, "status", "db.t", "--json"]) == 0
     status = json.loads(capsys.readouterr().out)
     assert status["pending"] == "minor"
     assert status["change_files_unmerged"] == 13
-    assert main([*env_conf, "optimize", "db.t"]) == 0
+    assert main([*env_conf, "optimize", "db.t", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["committed"] is True
-    assert main([*env_conf, "status", "db.t"]) == 0
+    assert main([*env_conf, "status", "db.t", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["pending"] is None
     assert main([*env_conf, "status", "db.missing"]) == 2
     assert "does not exist" in capsys.readouterr().err

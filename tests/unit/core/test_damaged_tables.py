@@ -17,8 +17,9 @@ import pytest
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
 from mixed_iceberg import MixedCatalog, MixedIcebergError
-from mixed_iceberg.cli.main import _status as status_report
+from mixed_iceberg.cli.exits import ExitCode
 from mixed_iceberg.cli.main import main
+from mixed_iceberg.cli.status import status_report
 from mixed_iceberg.exceptions import CorruptFileError, CorruptTableError, MissingFileError
 from mixed_iceberg.store.damage import MANIFEST_LIST, ExpectedFile, locating, reading
 from tests.support.damage import NoRetries, damage, forget_reads, local
@@ -134,7 +135,7 @@ def test_status_of_a_damaged_table_prints_one_line_and_exits_non_zero(
 ) -> None:
     location = damage(fresh.load_table("db.k"), "manifest-list", "garbage", fresh)
     capsys.readouterr()
-    assert main(["status", "db.k"]) == 2
+    assert main(["status", "db.k"]) == ExitCode.STORAGE  # a damaged file: 3, not the 2 of bad input
     out, err = capsys.readouterr()
     assert out == ""
     (line,) = err.splitlines()

@@ -72,6 +72,11 @@ RUN_BY: list[tuple[str, str | None, str]] = [
     ),
     (r"mixed-iceberg optimize db\.orders .*", "tests/integration/test_optimizing_interop.py::test_cli_status_and_optimize", ""),
     (
+        r"mixed-iceberg (--json )?(catalogs|create|tables|describe|properties|status|optimize|maintenance|groups|optimizers|processes)( .*)?",
+        "tests/unit/cli/test_docs_cli.py::test_docs_cli_commands_run_as_written",
+        "",
+    ),
+    (
         r"mixed-iceberg optimizer( --group local --threads 2)?",
         "tests/integration/test_optimizer_processes.py::test_two_optimizer_processes_share_a_group_and_never_overlap_on_a_table",
         "",

@@ -329,7 +329,7 @@ def test_the_cli_reports_a_group_nobody_serves(tmp_path: Path, capsys: pytest.Ca
     db = SystemDatabase(f"sqlite:///{tmp_path}/system.db")
     db.migrate()
     db.sync_tables("lonely", [("local.db.t", "local", "db.t", 0.5)])
-    assert main(["status", "--config", str(cfg_path)]) == 0
+    assert main(["status", "--config", str(cfg_path), "--json"]) == 0
     out = capsys.readouterr()
     assert "group lonely has no live optimizer; 0 tasks pending, 1 table(s) waiting" in out.err
     assert '"group": "lonely"' in out.out
