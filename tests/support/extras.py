@@ -19,6 +19,8 @@ EXTRA_PACKAGES = {"pyflink": "flink", "confluent_kafka": "kafka"}
 #: module level by design; the ingest job's client and runtime import the Kafka backend at module
 #: level (they cannot run without Kafka anyway).
 NEEDS_AT_IMPORT: dict[str, frozenset[str]] = {
+    # The Flink sink is the Flink backend of the package; it runs the ingest job beside the user's.
+    "mixed_iceberg.flink": frozenset({"pyflink", "confluent_kafka"}),
     "mixed_iceberg.ingest.flink": frozenset({"pyflink"}),
     "mixed_iceberg.ingest.job": frozenset({"confluent_kafka"}),
     "mixed_iceberg.ingest.monitor": frozenset({"confluent_kafka"}),
