@@ -6,11 +6,13 @@ and Iceberg's reference REST server, in one run on one machine.
 .venv/bin/python -m bench.rest_commits --quick    # smoke run
 ```
 
-Three systems, each over a fresh SQLite catalog of its own in one temporary folder (same disk):
+Four systems, each over a fresh SQLite catalog of its own in one temporary folder (same disk):
 
 * ``direct``: our library committing to its SQL catalog (``load_catalog(type="sql")``), the baseline;
 * ``serve``: our library through ``mixed-iceberg serve`` (``load_catalog(type="rest")``), one
   server process over a SQL catalog like ``direct``'s;
+* ``serve-workers``: the same with ``workers`` = the machine's CPUs (at least 2): uvicorn's
+  supervisor runs that many server processes on one socket;
 * ``reference``: our library through Iceberg's reference REST server (Iceberg Java's REST
   handlers and ``JdbcCatalog`` over SQLite, ``tests/support/iceberg_rest_reference.py``).
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import statistics
 import sys
 import tempfile
@@ -45,7 +48,9 @@ import pyarrow as pa
 
 from bench.harness import Figure, Run, capture_environment, publish
 
-SYSTEMS = ("direct", "serve", "reference")
+#: serve-workers: serve with ``workers`` = the machine's CPUs (uvicorn's supervisor, one socket)
+SYSTEMS = ("direct", "serve", "serve-workers", "reference")
+SERVE_WORKERS = max(2, os.cpu_count() or 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,10 +167,11 @@ def system_properties(system: str, root: Path) -> Iterator[dict[str, str]]:
     home.mkdir(parents=True)
     if system == "direct":
         yield {"type": "sql", "uri": f"sqlite:///{home}/catalog.db", "warehouse": str(home / "warehouse")}
-    elif system == "serve":
+    elif system in ("serve", "serve-workers"):
         from tests.support.rest_server import RestServer, write_catalogs
 
-        server = RestServer.start(home, catalogs_yaml=write_catalogs(home, name="bench"))
+        workers = SERVE_WORKERS if system == "serve-workers" else 1
+        server = RestServer.start(home, catalogs_yaml=write_catalogs(home, name="bench"), workers=workers)
         try:
             yield {"type": "rest", "uri": server.uri, "warehouse": server.warehouse}
         finally:
@@ -197,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     for scenario in scenarios:
         measured = results[scenario.key]
         direct = measured["direct"]
-        for system in ("serve", "reference"):
+        for system in ("serve", "serve-workers", "reference"):
             ours = measured[system]
             prefix = f"({scenario.key}) {scenario.label}, {system}"
             figures += [
@@ -205,19 +211,21 @@ def main(argv: list[str] | None = None) -> int:
                 Figure(f"{prefix}: p50 commit", ours["p50_ms"], "ms", baseline=direct["p50_ms"]),
                 Figure(f"{prefix}: p99 commit", ours["p99_ms"], "ms", baseline=direct["p99_ms"]),
             ]
-        serve, reference = measured["serve"], measured["reference"]
-        notes.append(
-            f"({scenario.key}) serve adds {serve['p50_ms'] - direct['p50_ms']:+.1f} ms p50 over direct (target <= 2 ms); "
-            f"serve / reference commits/s = {serve['commits_per_s'] / reference['commits_per_s']:.2f} (target >= 1); "
-            f"conflicts retried by clients: direct {direct['conflicts_retried']}, serve {serve['conflicts_retried']}, "
-            f"reference {reference['conflicts_retried']}"
-        )
+        reference = measured["reference"]
+        for system in ("serve", "serve-workers"):
+            serve = measured[system]
+            notes.append(
+                f"({scenario.key}) {system} adds {serve['p50_ms'] - direct['p50_ms']:+.1f} ms p50 over direct (target <= 2 ms); "
+                f"{system} / reference commits/s = {serve['commits_per_s'] / reference['commits_per_s']:.2f} (target >= 1); "
+                f"conflicts retried by clients: direct {direct['conflicts_retried']}, {system} {serve['conflicts_retried']}, "
+                f"reference {reference['conflicts_retried']}"
+            )
     run = Run(
         "rest_commits",
         environment.finished(),
         figures,
         baseline="direct: our library committing to its SQL catalog (SQLite), same clients and tables",
-        config={"quick": args.quick, "scenarios": [vars_of(s) for s in scenarios]},
+        config={"quick": args.quick, "serve_workers": SERVE_WORKERS, "scenarios": [vars_of(s) for s in scenarios]},
         notes=notes,
         detail=results,
     )

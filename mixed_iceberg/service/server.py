@@ -15,12 +15,14 @@ import socket
 import sys
 
 import uvicorn
+from starlette.applications import Starlette
+from uvicorn.supervisors import Multiprocess
 
 from mixed_iceberg.service.app import create_app
 from mixed_iceberg.service.catalogs import ServedCatalogs
 from mixed_iceberg.service.settings import ServiceConfig
 
-__all__ = ["SecretFilter", "serve"]
+__all__ = ["SecretFilter", "WorkerApp", "serve"]
 
 log = logging.getLogger(__name__)
 
@@ -55,19 +57,45 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _redacted(config: ServiceConfig, catalogs: ServedCatalogs) -> None:
+    redact = SecretFilter([*config.secrets(), *catalogs.secrets()])
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(redact)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logging.getLogger(name).addFilter(redact)
+
+
+class WorkerApp:
+    """The app factory of one worker process (``workers`` > 1): uvicorn's supervisor hands it
+    to each process it spawns (pickled with the config, never through the environment), and
+    each builds its own app and opens its own catalogs. Workers share nothing but the socket
+    and the catalogs' databases: the catalog's compare-and-set is the only lock, as between
+    separate ``serve`` processes, and issued tokens are checked without state (:mod:`.auth`)."""
+
+    def __init__(self, config: ServiceConfig) -> None:
+        self.config = config
+
+    def __call__(self) -> Starlette:
+        if not logging.getLogger().handlers:  # a spawned process: the CLI's logging set-up did not run
+            logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        catalogs = ServedCatalogs(self.config.catalogs_file, self.config.default_catalog)
+        _redacted(self.config, catalogs)
+        return create_app(self.config, catalogs)
+
+
 def serve(config: ServiceConfig) -> int:
     """Serve until stopped; the exit code.
+
+    One process serves every request unless ``workers`` > 1: then uvicorn's supervisor runs that
+    many worker processes on the one socket (and replaces one that dies), so commits use every
+    core (a Python process serialises its CPU work).
 
     Raises:
         ConfigError: a non-loopback host without tokens, or a catalogs file without sql catalogs.
     """
     config.check_bind()
     catalogs = ServedCatalogs(config.catalogs_file, config.default_catalog)
-    redact = SecretFilter([*config.secrets(), *catalogs.secrets()])
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(redact)
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
-        logging.getLogger(name).addFilter(redact)
+    _redacted(config, catalogs)
     app = create_app(config, catalogs)
     sock = _bind(config.host, config.port)
     host, port = sock.getsockname()[:2]
@@ -80,7 +108,13 @@ def serve(config: ServiceConfig) -> int:
         port,
         "required" if config.auth_required else "off",
     )
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
-    server.run(sockets=[sock])
+    if config.workers > 1:
+        factory = uvicorn.Config(
+            WorkerApp(config), factory=True, workers=config.workers, log_level="warning", access_log=False, lifespan="off"
+        )
+        Multiprocess(factory, sockets=[sock]).run()
+    else:
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+        server.run(sockets=[sock])
     sys.stdout.flush()
     return 0

@@ -43,13 +43,15 @@ class ServiceConfig(BaseModel):
     catalogs_file: Path | None = Field(default=None, alias="catalogs-file")
     default_catalog: str | None = Field(default=None, alias="default-catalog")
     max_body_bytes: int = Field(default=16 * 1024 * 1024, alias="max-body-bytes", gt=0)
+    workers: int = Field(default=1, ge=1, le=64)
     auth: AuthConfig = AuthConfig()
     tokens: frozenset[str] = Field(default=frozenset(), repr=False)
     credentials: dict[str, str] = Field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
         return (
-            f"ServiceConfig(host={self.host!r}, port={self.port}, catalogs_file={str(self.catalogs_file)!r}, "
+            f"ServiceConfig(host={self.host!r}, port={self.port}, workers={self.workers}, "
+            f"catalogs_file={str(self.catalogs_file)!r}, "
             f"tokens={len(self.tokens)}, credentials={len(self.credentials)})"
         )
 

@@ -11,9 +11,12 @@ the OAuth2 exchange and a client without one is refused.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from pathlib import Path
 
@@ -105,6 +108,41 @@ def test_four_processes_appending_to_one_table_lose_no_commit(rest_server: RestS
     table = _catalog(rest_server).load_table("race.t")
     assert sorted(table.scan().to_arrow().column("id").to_pylist()) == expected
     assert len(table.metadata.snapshots) == len(expected)
+
+
+def _children(pid: int) -> set[int]:
+    found = subprocess.run(["pgrep", "-P", str(pid), "-f", "multiprocessing.spawn"], capture_output=True, text=True)
+    return {int(line) for line in found.stdout.split()}
+
+
+def test_serve_with_two_workers_loses_no_commit_and_replaces_a_killed_worker(tmp_path: Path) -> None:
+    """``workers: 2``: uvicorn's supervisor runs two server processes on one socket; four
+    writers through it lose no commit, a worker killed -9 is replaced, and stopping the server
+    leaves no worker behind."""
+    server = RestServer.start(tmp_path / "serve", workers=2)
+    try:
+        catalog = _catalog(server)
+        catalog.create_namespace("race")
+        catalog.create_table("race.t", SCHEMA)
+        deadline = time.monotonic() + 30
+        while len(workers := _children(server.process.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(workers) == 2, workers
+        expected = _append_race([server.uri], server.warehouse)
+        assert sorted(_catalog(server).load_table("race.t").scan().to_arrow().column("id").to_pylist()) == expected
+
+        os.kill(min(workers), signal.SIGKILL)
+        while len(_children(server.process.pid) - workers) < 1 and time.monotonic() < deadline + 30:
+            time.sleep(0.1)
+        replaced = _children(server.process.pid)
+        assert (len(replaced), min(workers) in replaced) == (2, False), (workers, replaced)
+        assert len(_catalog(server).load_table("race.t").metadata.snapshots) == len(expected)
+    finally:
+        server.stop()
+    assert server.process.returncode == 0
+    assert not _children(server.process.pid)
+    for pid in replaced:
+        assert not Path(f"/proc/{pid}").exists(), f"worker {pid} outlived its server"
 
 
 def test_two_servers_over_one_postgres_catalog_lose_no_commit(tmp_path: Path, postgres_url: str) -> None:

@@ -83,6 +83,7 @@ class RestServer:
         tokens: Sequence[str] = (),
         credentials: Mapping[str, str] | None = None,
         max_body_bytes: int | None = None,
+        workers: int = 1,
         env: Mapping[str, str] | None = None,
         timeout: float = 60.0,
     ) -> RestServer:
@@ -90,9 +91,11 @@ class RestServer:
         ``local`` under ``home``); ``warehouse``: the catalog clients name (default: its first)."""
         home.mkdir(parents=True, exist_ok=True)
         catalogs_yaml = catalogs_yaml or write_catalogs(home)
-        config = {"host": "127.0.0.1", "port": 0, "catalogs-file": str(catalogs_yaml)}
+        config: dict[str, object] = {"host": "127.0.0.1", "port": 0, "catalogs-file": str(catalogs_yaml)}
         if max_body_bytes is not None:
             config["max-body-bytes"] = max_body_bytes
+        if workers > 1:
+            config["workers"] = workers
         service_yaml = home / "service.yaml"
         service_yaml.write_text(json.dumps(config))
         environment = {**os.environ, **(env or {}), "MIXED_ICEBERG_HOME": str(home)}
