@@ -48,7 +48,7 @@ from pyflink.table import Schema, StreamTableEnvironment, Table, TableDescriptor
 from mixed_iceberg.catalog import load_catalog
 from mixed_iceberg.exceptions import ConfigError, InvalidIdentifierError, MixedIcebergError, NotKeyedTableError
 from mixed_iceberg.flink.schema import check_sink_schema
-from mixed_iceberg.flink_client import LOCAL_CLUSTER_DEFAULTS
+from mixed_iceberg.flink_client import LOCAL_CLUSTER_DEFAULTS, prepare_flink_client
 from mixed_iceberg.flink_job import TERMINAL, JobClient, ended_because, job_status
 from mixed_iceberg.ingest.cdc import CdcFormat
 from mixed_iceberg.ingest.config import IngestConfig, SourceConfig, pin_catalog
@@ -160,6 +160,9 @@ class ChangelogSink:
         from mixed_iceberg.ingest.flink import build_pipeline
 
         prepare(self.config)
+        # The ingest job's pandas function needs Python workers as processes (a local
+        # environment's default runs them as threads of this client): read at execute time.
+        prepare_flink_client()
         on_cli = "PYFLINK_GATEWAY_PORT" in os.environ and "FLINK_CONF_DIR" in os.environ
         settings = {} if on_cli else dict(LOCAL_CLUSTER_DEFAULTS)
         env = build_pipeline(self.config, connector_jars(), sys.executable, settings=settings)

@@ -1,7 +1,8 @@
 """The PyFlink changelog sink (docs/flink.md): a user's pipeline that emits retractions, into a table.
 
-One job run: a ``GROUP BY`` aggregate (``+I``, then ``-U``/``+U`` per new row of a key) sunk into
-a keyed table whose merge engine is ``aggregation`` with ``sum``, which folds every change row:
+One job run: a ``GROUP BY`` aggregate (``+I``, then ``-U``/``+U`` per new row of a key), handed to
+the sink as a ``DataStream`` of ``Row``s with their ``RowKind``, into a keyed table whose merge
+engine is ``aggregation`` with ``sum``, which folds every change row:
 ``-U`` takes back what its ``+I``/``+U`` added. So the merged read equals Flink's final result
 only if every change reached the table exactly once (a lost or repeated update pair would move
 a sum), and the staging topic must hold Flink's changelog exactly, key by key, ``RowKind``s
@@ -72,11 +73,13 @@ def catalog(tmp_path: Path, kafka_bootstrap: str, format_jar: Path) -> Iterator[
         yield catalog
 
 
-def run_pipeline(root: Path, table: str, name: str, rows: int, keys: int, rate: int) -> subprocess.Popen[bytes]:
+def run_pipeline(
+    root: Path, table: str, name: str, rows: int, keys: int, rate: int, *, datastream: bool = False
+) -> subprocess.Popen[bytes]:
     """The pipeline as a process group of its own (client, gateway JVM, Python workers)."""
     log_path = root / f"{name}-{uuid.uuid4().hex[:6]}.log"
     command = [sys.executable, "-m", "tests.support.sink_pipeline", "--table", table, "--name", name,
-               "--rows", str(rows), "--keys", str(keys), "--rate", str(rate), "--checkpoint-dir", str(root / "checkpoints")]  # fmt: skip
+               "--rows", str(rows), "--keys", str(keys), "--rate", str(rate), "--checkpoint-dir", str(root / "checkpoints"), *(["--datastream"] if datastream else [])]  # fmt: skip
     env = {**os.environ, "FLINK_LOG_DIR": str(root / "flink-log")}
     with log_path.open("w") as log:  # the child writes to its own copy of the descriptor
         return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -111,7 +114,8 @@ def test_group_by_changelog_lands_once_with_its_row_kinds(catalog: MixedCatalog,
     identifier = f"it.{name.replace('-', '_')}"
     catalog.create_table(identifier, SCHEMA, primary_key=["k"], properties=SUMS)
     rows, keys = 20_000, 100
-    job = run_pipeline(tmp_path, f"local.{identifier}", name, rows, keys, rate=10_000)
+    # As a DataStream of Rows with their RowKind (the crash test below hands the sink the Table).
+    job = run_pipeline(tmp_path, f"local.{identifier}", name, rows, keys, rate=10_000, datastream=True)
     assert job.wait(300) == 0, next(tmp_path.glob(f"{name}-*.log")).read_text()[-4000:]
 
     assert merged(catalog, identifier) == expected(rows, keys)

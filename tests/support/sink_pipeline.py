@@ -1,7 +1,7 @@
 """A user's PyFlink pipeline that emits retractions, sunk with :func:`mixed_iceberg.flink.sink`.
 
 ``python -m tests.support.sink_pipeline --table local.db.t --name n --rows 20000 --keys 100
---rate 5000 --checkpoint-dir DIR``: a ``datagen`` sequence 1..rows (its position is checkpointed,
+--rate 5000 --checkpoint-dir DIR [--datastream]``: a ``datagen`` sequence 1..rows (its position is checkpointed,
 so a restored job continues it) -> ``GROUP BY id % keys`` with ``COUNT(*)`` and ``SUM(id)`` (a
 changelog of ``+I``, ``-U``, ``+U``) -> the sink. Flink's own final result, which the table must
 equal, is :func:`expected`. Run as a process of its own so that tests can kill -9 it.
@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=int, default=5_000)
     parser.add_argument("--checkpoint-dir", type=Path, required=True)
     parser.add_argument("--checkpoint-ms", type=int, default=1000)
+    parser.add_argument("--datastream", action="store_true", help="hand the sink a DataStream of Rows with RowKinds")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
@@ -55,10 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         f"'fields.id.start' = '1', 'fields.id.end' = '{args.rows}', 'rows-per-second' = '{args.rate}')"
     )
     changelog = t_env.sql_query(f"SELECT id % {args.keys} AS k, COUNT(*) AS n, SUM(id) AS s FROM src GROUP BY id % {args.keys}")
+    # A DataStream of Rows with their RowKind (what a DataStream pipeline has), converted in the JVM.
+    source = t_env.to_changelog_stream(changelog) if args.datastream else changelog
     options = SinkOptions(
         name=args.name, checkpoint_dir=args.checkpoint_dir, checkpoint_interval=timedelta(milliseconds=args.checkpoint_ms)
     )
-    with sink(changelog, args.table, env=env, t_env=t_env, options=options) as handle:
+    with sink(source, args.table, env=env, t_env=t_env, options=options) as handle:
         print(f"RESTORED FROM {handle.restored_from}", flush=True)
         env.execute(f"user-{args.name}")
     print("CAUGHT UP", flush=True)
