@@ -18,6 +18,7 @@
     ├── NoSuchSnapshotError         time travel (or changes()) to a snapshot id the store does not have
     │   └── SnapshotExpiredError        time travel to a state that snapshot expiry or change TTL removed
     ├── InvalidScanError            a scan asks for columns the table lacks, or for contradicting snapshots
+    ├── QueryError                  a SQL query is not one read-only SELECT over known tables, fails, or times out
     ├── NotKeyedTableError          a keyed-table operation on an unkeyed or plain Iceberg table
     ├── InvalidChangeError          a change batch is malformed
     │   ├── InvalidChangeActionError    ``_change_action`` holds something other than +I -U +U -D
@@ -68,6 +69,7 @@ __all__ = [
     "NotKeyedTableError",
     "OptimizedSequenceMismatchError",
     "PropertyError",
+    "QueryError",
     "RepeatedKeyError",
     "RequestRefusedError",
     "SchemaEvolutionError",
@@ -159,6 +161,11 @@ class NoSuchTableError(MixedIcebergError):
 class NoSuchSnapshotError(MixedIcebergError):
     """A time-travel read (or ``changes()``) names a snapshot id that the store it reads does
     not have (never had, or expired)."""
+
+
+class QueryError(MixedIcebergError):
+    """A SQL query (``mixed-iceberg sql``) is not a single read-only SELECT over known tables,
+    fails in DuckDB, or runs past its timeout."""
 
 
 class InvalidScanError(MixedIcebergError):

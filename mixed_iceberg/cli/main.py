@@ -9,6 +9,7 @@
   optimize TABLE [--type T]         run self-optimizing now (says why when nothing is due)
   maintenance TABLE                 change TTL, manifests, snapshot expiry, orphans now
   groups | optimizers | processes   the optimizer service's state, from its system database
+  sql "SELECT ..."                  read-only SQL over merged views (DuckDB; --csv, --limit, --timeout)
   optimizer --group G               run an optimizer in this process (the local container)
   serve [--config conf/service.yaml]  the catalogs as an Iceberg REST catalog (docs/rest.md)
 
@@ -25,7 +26,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from mixed_iceberg.cli import catalogs, describe, groups, optimize, status
+from mixed_iceberg.cli import catalogs, describe, groups, optimize, sql, status
 from mixed_iceberg.cli.exits import ExitCode, classify, one_line
 from mixed_iceberg.cli.progress import Progress
 from mixed_iceberg.cli.render import Result, to_json
@@ -80,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.register(sub, common)
     optimize.register(sub, common)
     groups.register(sub, common)
+    sql.register(sub, common)
     serve = sub.add_parser("serve", parents=[common], help="serve the catalogs as an Iceberg REST catalog until SIGTERM/SIGINT")
     serve.add_argument("--config", default=None, help="service config (default conf/service.yaml)")
     serve.add_argument("--host", default=None, help="override the config's host")

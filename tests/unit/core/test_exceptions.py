@@ -38,6 +38,7 @@ PINNED = [
     "NotKeyedTableError",
     "OptimizedSequenceMismatchError",
     "PropertyError",
+    "QueryError",
     "RepeatedKeyError",
     "RequestRefusedError",
     "SchemaEvolutionError",
