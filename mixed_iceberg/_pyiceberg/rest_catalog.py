@@ -16,8 +16,10 @@ uses ``RestCatalog._session``, ``_split_identifier_for_path``, ``_response_to_ta
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
+from urllib.request import getproxies
 
 from pyiceberg.catalog import TOKEN
 from pyiceberg.catalog.rest import (
@@ -37,7 +39,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.table.update import TableRequirement, TableUpdate
 from pyiceberg.typedef import UTF8, Identifier
-from requests import HTTPError
+from requests import HTTPError, Session
 from tenacity import retry
 
 from mixed_iceberg.caching import LruCache
@@ -62,6 +64,20 @@ class ConditionalRestCatalog(RestCatalog):
         self.answers: LruCache[tuple[Identifier, str], tuple[str, TableResponse]] = LruCache(ANSWERS_KEPT)
         #: loads answered 304 (tests and the commit profile read it)
         self.not_modified = 0
+
+    def _create_session(self) -> Session:
+        """pyiceberg's session, the environment read once instead of on every request: requests
+        looks up proxy variables, the CA bundle variables and ~/.netrc for each request it sends
+        (``Session.merge_environment_settings``). Without proxy variables, that lookup can only
+        yield the CA bundle (kept here) and netrc credentials, which requests ignores when the
+        session has an ``auth`` (pyiceberg always sets one); with proxies, nothing changes."""
+        session = super()._create_session()
+        if session.trust_env and not getproxies() and session.auth is not None:
+            bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+            if bundle:  # as requests: the variable wins over the session's own setting
+                session.verify = bundle
+            session.trust_env = False
+        return session
 
     def _mode(self) -> str:
         mode = self.properties.get(SNAPSHOT_LOADING_MODE) or "all"

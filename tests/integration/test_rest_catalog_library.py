@@ -117,6 +117,23 @@ def test_a_writer_sees_another_clients_commit_through_its_conditional_loads(
     assert rows_of(other.scan().to_arrow()) == rows_of(table.scan().to_arrow())
 
 
+def test_the_client_reads_its_environment_once_unless_proxies_are_set(
+    rest_server: RestServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """requests reads proxy and CA bundle variables on every request unless the session stops
+    trusting the environment; our client reads them once (``_pyiceberg/rest_catalog.py``), keeps
+    the CA bundle, and leaves a session with proxy variables as requests has it."""
+    properties = {"type": "rest", "uri": rest_server.uri, "warehouse": rest_server.warehouse}
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
+    session = load_catalog("remote", **properties).iceberg._session  # type: ignore[attr-defined]
+    assert (session.trust_env, session.verify) == (False, "/etc/ssl/certs/ca-certificates.crt")
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there ...
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")  # ... and the server is not behind it
+    catalog = load_catalog("remote", **properties)
+    assert catalog.iceberg._session.trust_env  # type: ignore[attr-defined]
+    assert isinstance(catalog.list_namespaces(), list)  # the server is still reached (NO_PROXY)
+
+
 def test_optimizing_through_rest_commits_a_replace_and_keeps_the_rows(rest_catalog: MixedCatalog) -> None:
     table = rest_catalog.create_table(f"{NAMESPACE}.optimized", ORDERS_SCHEMA, primary_key=["id"])
     _write(table)
