@@ -16,6 +16,7 @@ uses ``RestCatalog._session``, ``_split_identifier_for_path``, ``_response_to_ta
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -34,17 +35,21 @@ from pyiceberg.catalog.rest import (
 )
 from pyiceberg.catalog.rest.response import _handle_non_200_response
 from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownException, NoSuchTableError
-from pyiceberg.table import CommitTableRequest, CommitTableResponse, Table, TableIdentifier
+from pyiceberg.io import FileIO
+from pyiceberg.table import CommitTableRequest, CommitTableResponse, Table, TableIdentifier, TableProperties
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.table.update import TableRequirement, TableUpdate
 from pyiceberg.typedef import UTF8, Identifier
+from pyiceberg.utils.properties import property_as_bool
 from requests import HTTPError, Session
 from tenacity import retry
 
 from mixed_iceberg.caching import LruCache
 
-__all__ = ["ConditionalRestCatalog"]
+__all__ = ["ConditionalRestCatalog", "parse_answer"]
+
+log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -155,6 +160,23 @@ class ConditionalRestCatalog(RestCatalog):
             )
             self._remember(identifier, "all", response.headers.get("ETag"), answer.model_copy(update=context))
         return CommitTableResponse(metadata=answer.metadata, metadata_location=answer.metadata_location)
+
+    @staticmethod
+    def _delete_old_metadata(io: FileIO, base: TableMetadata, metadata: TableMetadata) -> None:
+        """pyiceberg's client-side clean-up after a commit (``write.metadata.delete-after-commit
+        .enabled``), quiet about files already gone: a REST server that deletes them itself, as
+        serve and Iceberg's reference server do, got there first, and pyiceberg would log a
+        warning for each on every commit."""
+        if not property_as_bool(metadata.properties, TableProperties.METADATA_DELETE_AFTER_COMMIT_ENABLED, False):
+            return
+        current = {entry.metadata_file for entry in metadata.metadata_log}
+        for location in sorted({entry.metadata_file for entry in base.metadata_log} - current):
+            try:
+                io.delete(location)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                log.warning("could not delete old metadata file %s: %s", location, exc)
 
     def _remember(self, ident: Identifier, mode: str, tag: str | None, answer: TableResponse) -> None:
         if tag:

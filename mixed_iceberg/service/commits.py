@@ -32,6 +32,7 @@ from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.schema import Schema
 from pyiceberg.serializers import ToOutputFile
+from pyiceberg.table import TableProperties
 from pyiceberg.table.locations import load_location_provider
 from pyiceberg.table.metadata import TableMetadata, TableMetadataV1
 from pyiceberg.table.update import (
@@ -41,8 +42,10 @@ from pyiceberg.table.update import (
     TableRequirement,
     TableUpdate,
 )
+from pyiceberg.utils.properties import property_as_bool
 
 from mixed_iceberg._pyiceberg.sql_swap import LocationSwap, swap_locations
+from mixed_iceberg.exceptions import RequestRefusedError
 from mixed_iceberg.service.apply import apply_updates
 from mixed_iceberg.service.errors import refuse
 from mixed_iceberg.service.keyed import check_keyed_updates
@@ -91,6 +94,7 @@ class _Staged:
     location: str
     changed: bool
     written: bool = False
+    base: TableMetadata | None = None
 
 
 def _next_version(location: str | None) -> int:
@@ -167,6 +171,7 @@ class Committer:
             for s in staged:
                 if s.changed:
                     self._remember(s)
+                    self._drop_old_metadata(s)
                 committed.append(Committed(s.metadata, s.location))
             log.info("committed %s (attempt %d)", ", ".join(names), attempt + 1)
             return committed
@@ -248,7 +253,7 @@ class Committer:
         provider = load_location_provider(metadata.location, metadata.properties)
         location = provider.new_table_metadata_file_location(_next_version(base_location))
         check_location(location, self.warehouse, f"{change.dotted}: metadata file")
-        return _Staged(change, base_location, metadata, location, changed=True)
+        return _Staged(change, base_location, metadata, location, changed=True, base=base)
 
     def _io(self, staged: _Staged) -> FileIO:
         table_io = {k: v for k, v in staged.metadata.properties.items() if k.startswith(_IO_PROPERTY_PREFIXES)}
@@ -285,6 +290,26 @@ class Committer:
             except OSError:  # best effort: orphan cleaning removes what is left
                 log.warning("could not delete unused metadata file %s", s.location, exc_info=True)
             s.written = False
+
+    def _drop_old_metadata(self, staged: _Staged) -> None:
+        """As Iceberg's catalogs do after a commit: with ``write.metadata.delete-after-commit.enabled``
+        the metadata files that fell off the metadata log (``write.metadata.previous-versions-max``)
+        are deleted. Best effort: a file already gone (a pyiceberg client deletes them too) or
+        not deletable now is left to orphan cleaning."""
+        if staged.base is None or not property_as_bool(
+            staged.metadata.properties, TableProperties.METADATA_DELETE_AFTER_COMMIT_ENABLED, False
+        ):
+            return
+        dropped = {e.metadata_file for e in staged.base.metadata_log} - {e.metadata_file for e in staged.metadata.metadata_log}
+        io = self._io(staged)
+        for location in sorted(dropped):
+            try:
+                check_location(location, self.warehouse, f"{staged.change.dotted}: old metadata file")
+                io.delete(location)
+            except FileNotFoundError:
+                pass
+            except (OSError, RequestRefusedError):
+                log.info("%s: old metadata file %s not deleted (left to orphan cleaning)", staged.change.dotted, location)
 
     def _remember(self, staged: _Staged) -> None:
         cache = getattr(self.catalog, "metadata_cache", None)

@@ -377,3 +377,25 @@ def test_format_version_3_tables_are_created_upgraded_and_keep_column_defaults(c
     loaded = _table(client, "v2")
     assert loaded["format-version"] == 3
     assert loaded["next-row-id"] == 0
+
+
+def test_metadata_files_that_fall_off_the_log_are_deleted_when_the_table_asks(client: TestClient, warehouse: Path) -> None:
+    """Iceberg's catalogs delete a commit's dropped metadata files under
+    write.metadata.delete-after-commit.enabled (Amoro sets it on both stores): Java clients, which
+    leave it to the catalog, must not pile up metadata files through serve."""
+    create_table(
+        client, properties={"write.metadata.delete-after-commit.enabled": "true", "write.metadata.previous-versions-max": "1"}
+    )
+    parent = None
+    for _ in range(4):
+        parent = add_snapshot(client, "t", parent=parent)
+    kept = _metadata_files(warehouse)
+    assert len(kept) == 2  # the current file and one previous, as the log keeps
+    log = [entry["metadata-file"] for entry in _table(client, "t")["metadata-log"]]
+    assert {p.as_uri() for p in kept} == {*log, client.get(f"{PREFIX}/namespaces/db/tables/t").json()["metadata-location"]}
+
+    create_table(client, name="keep")  # without the property nothing is deleted
+    parent = None
+    for _ in range(3):
+        parent = add_snapshot(client, "keep", parent=parent)
+    assert len([p for p in _metadata_files(warehouse) if "keep" in str(p)]) == 4
