@@ -15,13 +15,13 @@ uses ``RestCatalog._session``, ``_split_identifier_for_path``, ``_response_to_ta
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.request import getproxies
 
+from pydantic_core import from_json
 from pyiceberg.catalog import TOKEN
 from pyiceberg.catalog.rest import (
     _RETRY_ARGS,
@@ -190,7 +190,7 @@ def parse_answer(text: str, known: TableMetadata | None) -> TableResponse:
     them: a snapshot id names one immutable snapshot, and pydantic builds each ``Snapshot``
     through Python code, the largest part of parsing a long history. Equal to
     ``TableResponse.model_validate_json(text)``."""
-    document = json.loads(text)
+    document = from_json(text)  # pydantic-core's parser: a third of json.loads' time on a metadata answer
     metadata = document.get("metadata") if isinstance(document, dict) else None
     snapshots = metadata.get("snapshots") if isinstance(metadata, dict) else None
     if known is None or not known.snapshots or metadata.get("format-version") not in (2, 3) or not isinstance(snapshots, list):  # type: ignore[union-attr]
