@@ -62,7 +62,7 @@ RUN_BY: list[tuple[str, str | None, str]] = [
     # the CLI
     (r'mixed-iceberg sql( ".*")?( --csv)?', "tests/unit/query/test_terminal.py::test_the_cli_prints_a_table_json_or_csv", ""),
     (
-        r"\.venv/bin/mixed-iceberg (status|optimize) db\.orders.*",
+        r"\.venv/bin/mixed-iceberg (status|optimize|sql) (db\.orders|\"SELECT \* FROM db\.orders).*",
         "tests/unit/core/test_readme_example.py::test_readme_python_blocks_run",
         "",
     ),

@@ -48,12 +48,13 @@ def test_readme_python_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert rows_of(table.scan().to_arrow()) == [(1, "a", 5), (2, "b", 9), (4, "d", 2)]
     # The README's CLI lines, with this interpreter's console script (the venv's, as the README says).
     commands = cli_commands(README.read_text())
-    assert [c[1] for c in commands] == ["status", "optimize"], commands
+    assert [c[1] for c in commands] == ["status", "optimize", "sql"], commands
     script = Path(sys.executable).parent / "mixed-iceberg"
     env = {**os.environ, "MIXED_ICEBERG_WAREHOUSE_DIR": str(tmp_path)}
     env.pop("MIXED_ICEBERG_CATALOGS", None)
     for command in commands:
         done = subprocess.run([str(script), *command[1:]], env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, f"{shlex.join(command)}: {done.stderr[-3000:]}"
-        assert "db.orders" in done.stdout, done.stdout
+        # status and optimize name the table; sql prints the merged view's three rows
+        assert ("(3 rows" if command[1] == "sql" else "db.orders") in done.stdout, done.stdout
     assert rows_of(table.refresh().scan().to_arrow()) == [(1, "a", 5), (2, "b", 9), (4, "d", 2)]
