@@ -163,7 +163,9 @@ class ChangelogSink:
         # The ingest job's pandas function needs Python workers as processes (a local
         # environment's default runs them as threads of this client): read at execute time.
         prepare_flink_client()
-        on_cli = "PYFLINK_GATEWAY_PORT" in os.environ and "FLINK_CONF_DIR" in os.environ
+        # Under `flink run` (the CLI's gateway, as in mixed_iceberg.ingest.job) the cluster's own
+        # configuration decides; a local mini-cluster listens on loopback only.
+        on_cli = "PYFLINK_GATEWAY_PORT" in os.environ
         settings = {} if on_cli else dict(LOCAL_CLUSTER_DEFAULTS)
         env = build_pipeline(self.config, connector_jars(), sys.executable, settings=settings)
         self._client = env.execute_async(self.config.job_name)
