@@ -12,7 +12,7 @@ from mixed_iceberg.optimizer.config import OptimizerConfig
 from mixed_iceberg.optimizer.sysdb.database import SystemDatabase, TableStatus
 from mixed_iceberg.optimizer.sysdb.records import GroupQueue
 
-__all__ = ["group_report", "warnings"]
+__all__ = ["group_queues", "group_report", "warnings"]
 
 #: The heartbeat timeout of a group the database knows but the config does not declare.
 _UNDECLARED_TIMEOUT_MS = 60_000
@@ -20,16 +20,23 @@ _UNDECLARED_TIMEOUT_MS = 60_000
 _WINDOW_MS = 60_000
 
 
-def group_report(db: SystemDatabase, config: OptimizerConfig) -> list[dict[str, Any]]:
-    """One entry per group (declared in ``config`` or recorded in the database); the counts
-    come from the database's per-group queue query (one query per heartbeat timeout in use),
-    not from reading every task."""
+def group_queues(db: SystemDatabase, config: OptimizerConfig, window_ms: int = _WINDOW_MS) -> dict[str, GroupQueue]:
+    """Each group's queue, by name, its optimizers counted live within its own heartbeat timeout
+    (one database query per timeout in use, not one per group)."""
     timeouts = {name: config.groups[name].properties.heartbeat_timeout_ms for name in config.groups}
     queues: dict[str, GroupQueue] = {}
     for timeout in sorted({*timeouts.values(), _UNDECLARED_TIMEOUT_MS}):
-        for queue in db.group_queues(window_ms=_WINDOW_MS, heartbeat_timeout_ms=timeout):
+        for queue in db.group_queues(window_ms=window_ms, heartbeat_timeout_ms=timeout):
             if timeouts.get(queue.group_name, _UNDECLARED_TIMEOUT_MS) == timeout:
                 queues[queue.group_name] = queue
+    return queues
+
+
+def group_report(db: SystemDatabase, config: OptimizerConfig) -> list[dict[str, Any]]:
+    """One entry per group (declared in ``config`` or recorded in the database); the counts
+    come from the database's per-group queue query (:func:`group_queues`), not from reading
+    every task."""
+    queues = group_queues(db, config)
     report = []
     for name in sorted({*config.groups, *queues}):
         found: GroupQueue | None = queues.get(name)

@@ -1,7 +1,7 @@
 """The ASGI app of ``mixed-iceberg serve``: the Iceberg REST catalog over the served catalogs.
 
 Routes live under ``/v1/catalogs/<name>/`` (the prefix ``/v1/config`` hands out), plus
-``/v1/config`` and ``/v1/oauth/tokens``. In front of them: the token check
+``/v1/config``, ``/v1/oauth/tokens`` and ``/metrics`` (Prometheus, :mod:`.prometheus`). In front of them: the token check
 (:mod:`.auth`), then the path and body-size guard (:mod:`.guard`). Every error is answered
 in the spec's error model (:mod:`.errors`), an unknown route too.
 
@@ -24,6 +24,8 @@ from mixed_iceberg.service.auth import TOKEN_PATH, AuthMiddleware, TokenAuthorit
 from mixed_iceberg.service.catalogs import ServedCatalogs
 from mixed_iceberg.service.errors import error_response
 from mixed_iceberg.service.guard import GuardMiddleware
+from mixed_iceberg.service.prometheus import PATH as METRICS_PATH
+from mixed_iceberg.service.prometheus import MetricsCollector, metrics
 from mixed_iceberg.service.routes import config, namespaces, tables, transactions
 from mixed_iceberg.service.settings import ServiceConfig
 from mixed_iceberg.service.state import ServiceState
@@ -39,6 +41,7 @@ def _routes() -> list[Route]:
     return [
         Route("/v1/config", config.get_config, methods=["GET"]),
         Route(TOKEN_PATH, exchange_token, methods=["POST"]),
+        Route(METRICS_PATH, metrics, methods=["GET"]),
         Route(_NS, namespaces.list_namespaces, methods=["GET"]),
         Route(_NS, namespaces.create_namespace, methods=["POST"]),
         Route(_NS + "/{namespace}", namespaces.namespace_exists, methods=["HEAD"]),
@@ -82,4 +85,5 @@ def create_app(config: ServiceConfig, catalogs: ServedCatalogs | None = None) ->
     )
     app.state.service = ServiceState(config, catalogs)
     app.state.authority = authority
+    app.state.metrics_collector = MetricsCollector(catalogs)
     return app

@@ -5,6 +5,8 @@
   and the occupation of its executors over a window.
 * :meth:`OperatorQueries.table_stats`: per table, its runtime row, the executor time its tasks
   used over a window, running and waiting tasks, and its processes' outcomes.
+* :meth:`OperatorQueries.process_totals`: per table, type and status, how many processes the
+  database records (the metrics' process counts).
 
 Each is a fixed number of aggregate queries, whatever the number of tables.
 """
@@ -16,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from mixed_iceberg.config.kinds import OptimizingType
 from mixed_iceberg.optimizer.sysdb.connection import Connected
 from mixed_iceberg.optimizer.sysdb.records import (
     GroupQueue,
@@ -111,6 +114,14 @@ class OperatorQueries(Connected):
             )
             for name in sorted(names)
         ]
+
+    def process_totals(self) -> dict[tuple[str, OptimizingType, ProcessStatus], int]:
+        """How many processes the database records, by (table id, type, status): one aggregate query."""
+        query = select(PROCESSES.c.table_id, PROCESSES.c.type, PROCESSES.c.status, func.count()).group_by(
+            PROCESSES.c.table_id, PROCESSES.c.type, PROCESSES.c.status
+        )
+        with self._read("process_totals") as c:
+            return {(table_id, kind, status): int(n) for table_id, kind, status, n in c.execute(query)}
 
     def table_stats(self, group: str | None = None, *, window_ms: int) -> list[TableRuntimeStats]:
         """Every served table (of ``group``, or all), by table id: its runtime row, the executor
