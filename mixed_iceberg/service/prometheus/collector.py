@@ -136,7 +136,7 @@ class MetricsCollector:
         catalog, name = key
         try:
             table = self.catalogs.get(catalog).mixed().load_table(name)
-            summary = summarize(table)
+            summary = summarize(table.handle)
         except (MixedIcebergError, OSError) as exc:
             log.warning("metrics: table %s.%s not summarized: %s", catalog, name, exc)
             return

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.table.metadata import TableMetadata
 
+from mixed_iceberg.handle import TableHandle
 from mixed_iceberg.optimizing.collect import OPTIMIZING_TYPE, collect
-from mixed_iceberg.table import MixedTable
 
 __all__ = ["TableSummary", "summarize"]
 
@@ -72,13 +72,13 @@ def _newest_data_commit(metadata: TableMetadata) -> int | None:
     return newest
 
 
-def summarize(table: MixedTable) -> TableSummary:
+def summarize(table: TableHandle) -> TableSummary:
     """The summary of ``table`` at its loaded metadata.
 
     Raises:
         MixedIcebergError: a manifest list or manifest is missing or does not parse.
     """
-    collected = collect(table.handle)
+    collected = collect(table)
     base_files = [f for p in collected.partitions for f in p.base]
     change = [c for p in collected.partitions for c in p.change]
     inserts = [c for c in change if not c.is_delete]
