@@ -90,3 +90,17 @@ def test_design_choices_quick_run_measures_every_claim_beside_its_alternative(tm
     assert "small_files: CPU, median" in figures  # the claims about CPU report it
     assert len(run["notes"]) == len(figures)
     assert "| figure | baseline | value | value / baseline |" in done.stdout
+
+
+def test_metrics_scrape_quick_run_checks_every_scrape_and_reports_each_figure(tmp_path: Path) -> None:
+    """``bench.metrics_scrape --quick``: its scrapes' figures are checked inside (one summary and
+    the recorded process counts per table), and every figure is measured."""
+    output = tmp_path / "metrics_scrape.json"
+    command = [sys.executable, "-m", "bench.metrics_scrape", "--quick", "--tables", "10", "--output", str(output)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = json.loads(output.read_text())
+    figures = {figure["name"]: figure["value"] for figure in run["figures"]}
+    assert run["config"]["tables"] == 10
+    assert all(value is not None for value in figures.values()), figures
+    assert figures["tables left stale by the 5 s budget"] == 0
