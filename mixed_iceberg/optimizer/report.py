@@ -12,7 +12,7 @@ from mixed_iceberg.optimizer.config import OptimizerConfig
 from mixed_iceberg.optimizer.sysdb.database import SystemDatabase, TableStatus
 from mixed_iceberg.optimizer.sysdb.records import GroupQueue
 
-__all__ = ["group_queues", "group_report", "warnings"]
+__all__ = ["group_queues", "group_report", "idle_optimizers", "warnings"]
 
 #: The heartbeat timeout of a group the database knows but the config does not declare.
 _UNDECLARED_TIMEOUT_MS = 60_000
@@ -30,6 +30,17 @@ def group_queues(db: SystemDatabase, config: OptimizerConfig, window_ms: int = _
             if timeouts.get(queue.group_name, _UNDECLARED_TIMEOUT_MS) == timeout:
                 queues[queue.group_name] = queue
     return queues
+
+
+def idle_optimizers(db: SystemDatabase, config: OptimizerConfig) -> dict[str, int]:
+    """Per group, its live optimizers (within its own heartbeat timeout) with no task in flight."""
+    timeouts = {name: config.groups[name].properties.heartbeat_timeout_ms for name in config.groups}
+    found: dict[str, int] = {}
+    for timeout in sorted({*timeouts.values(), _UNDECLARED_TIMEOUT_MS}):
+        for group, idle in db.idle_optimizers(heartbeat_timeout_ms=timeout).items():
+            if timeouts.get(group, _UNDECLARED_TIMEOUT_MS) == timeout:
+                found[group] = idle
+    return found
 
 
 def group_report(db: SystemDatabase, config: OptimizerConfig) -> list[dict[str, Any]]:

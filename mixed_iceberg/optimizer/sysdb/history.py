@@ -5,6 +5,7 @@
   and the occupation of its executors over a window.
 * :meth:`OperatorQueries.table_stats`: per table, its runtime row, the executor time its tasks
   used over a window, running and waiting tasks, and its processes' outcomes.
+* :meth:`OperatorQueries.idle_optimizers`: per group, live optimizers with no task in flight.
 * :meth:`OperatorQueries.process_totals`: per table, type and status, how many processes the
   database records (the metrics' process counts).
 
@@ -37,6 +38,7 @@ from mixed_iceberg.optimizer.sysdb.tasks import executor_ms
 __all__ = ["OperatorQueries"]
 
 _WAITING_OR_RUNNING = (TaskStatus.PLANNED, TaskStatus.SCHEDULED, TaskStatus.ACKED)
+_IN_FLIGHT = (TaskStatus.SCHEDULED, TaskStatus.ACKED)
 
 
 def counts(c: Any, key: Any, status: Any, where: Any = None) -> dict[tuple[str, Any], int]:
@@ -114,6 +116,22 @@ class OperatorQueries(Connected):
             )
             for name in sorted(names)
         ]
+
+    def idle_optimizers(self, *, heartbeat_timeout_ms: int) -> dict[str, int]:
+        """Per group, its live optimizers (heartbeat within ``heartbeat_timeout_ms``) that hold no
+        SCHEDULED or ACKED task: one aggregate query."""
+        busy = select(TASKS.c.owner).where(TASKS.c.status.in_(_IN_FLIGHT), TASKS.c.owner.is_not(None))
+        query = (
+            select(OPTIMIZERS.c.group_name, func.count())
+            .where(
+                OPTIMIZERS.c.stopped_ms.is_(None),
+                OPTIMIZERS.c.heartbeat_ms >= now_ms() - heartbeat_timeout_ms,
+                OPTIMIZERS.c.optimizer_id.not_in(busy),
+            )
+            .group_by(OPTIMIZERS.c.group_name)
+        )
+        with self._read("idle_optimizers") as c:
+            return {group: int(n) for group, n in c.execute(query)}
 
     def process_totals(self) -> dict[tuple[str, OptimizingType, ProcessStatus], int]:
         """How many processes the database records, by (table id, type, status): one aggregate query."""

@@ -27,7 +27,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from mixed_iceberg.exceptions import MixedIcebergError
 from mixed_iceberg.optimizer.config import OptimizerConfig, load_optimizer_config
-from mixed_iceberg.optimizer.report import group_queues
+from mixed_iceberg.optimizer.report import group_queues, idle_optimizers
 from mixed_iceberg.optimizer.sysdb.database import SystemDatabase, now_ms
 from mixed_iceberg.service.catalogs import ServedCatalogs
 from mixed_iceberg.service.prometheus.families import Scrape, SummarizedTable
@@ -90,10 +90,19 @@ class MetricsCollector:
                 runtimes = tuple(db.table_stats(window_ms=_WINDOW_MS))
                 totals = db.process_totals()
                 groups = group_queues(db, config, window_ms=_WINDOW_MS)
+                idle = idle_optimizers(db, config)
             except (SQLAlchemyError, MixedIcebergError) as exc:
                 log.warning("metrics: the system database %s did not answer: %s", db, exc)
                 return Scrape(now_ms=now, tables=tables, stale=stale)
-            return Scrape(now_ms=now, tables=tables, stale=stale, runtimes=runtimes, process_totals=totals, groups=groups)
+            return Scrape(
+                now_ms=now,
+                tables=tables,
+                stale=stale,
+                runtimes=runtimes,
+                process_totals=totals,
+                groups=groups,
+                idle_optimizers=idle,
+            )
 
     def _system_database(self) -> tuple[OptimizerConfig, SystemDatabase] | None:
         if self._db is None and self.optimizer_config.is_file():

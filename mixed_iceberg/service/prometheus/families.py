@@ -97,6 +97,7 @@ METRICS: dict[str, tuple[tuple[str, ...], str]] = {
     },
     f"{_A}optimizer_group_optimizer_instances": (_G, "Live optimizers (heartbeat within the group's timeout)"),
     f"{_A}optimizer_group_threads": (_G, "Executor threads of the live optimizers"),
+    f"{_A}optimizer_group_idle_optimizers": (_G, "Live optimizers with no task in flight (scheduled or acknowledged)"),
     f"{_M}table_unmerged_change_files": (_T, "ChangeStore files not yet merged into the base store"),
     f"{_M}table_unmerged_change_bytes": (_T, "Bytes of unmerged ChangeStore files"),
     f"{_M}table_unmerged_change_insert_records": (_T, "Insert rows of unmerged ChangeStore files"),
@@ -133,6 +134,7 @@ class Scrape:
     runtimes: tuple[TableRuntimeStats, ...] = ()
     process_totals: Mapping[tuple[str, OptimizingType, ProcessStatus], int] | None = None
     groups: Mapping[str, GroupQueue] | None = None  # None: no system database answered
+    idle_optimizers: Mapping[str, int] | None = None
 
 
 class _Families:
@@ -218,7 +220,9 @@ def _optimizing_metrics(
     out.add(f"{_M}table_optimizing_failures", tags, r.failures)
 
 
-def _group_metrics(out: _Families, groups: Mapping[str, GroupQueue], runtimes: Iterable[TableRuntimeStats]) -> None:
+def _group_metrics(
+    out: _Families, groups: Mapping[str, GroupQueue], idle: Mapping[str, int], runtimes: Iterable[TableRuntimeStats]
+) -> None:
     tables: dict[tuple[str, str], int] = defaultdict(int)
     for stats in runtimes:
         tables[stats.runtime.group_name, STATUS_OF[stats.runtime.status]] += 1
@@ -231,6 +235,7 @@ def _group_metrics(out: _Families, groups: Mapping[str, GroupQueue], runtimes: I
         out.add(f"{_A}optimizer_group_committing_tables", tags, tables.get((name, "committing"), 0))
         out.add(f"{_A}optimizer_group_optimizer_instances", tags, queue.live_optimizers)
         out.add(f"{_A}optimizer_group_threads", tags, queue.threads)
+        out.add(f"{_A}optimizer_group_idle_optimizers", tags, idle.get(name, 0))
         out.add(f"{_M}optimizer_group_failed_tables", tags, queue.tables_failed)
         out.add(f"{_M}optimizer_group_occupation", tags, round(queue.occupation, 4))
 
@@ -245,7 +250,7 @@ def families(scrape: Scrape) -> Iterator[GaugeMetricFamily]:
         for stats in scrape.runtimes:
             summary = summaries.get((stats.runtime.catalog, stats.runtime.table_name))
             _optimizing_metrics(out, stats, scrape.process_totals or {}, summary, scrape.now_ms)
-        _group_metrics(out, scrape.groups, scrape.runtimes)
+        _group_metrics(out, scrape.groups, scrape.idle_optimizers or {}, scrape.runtimes)
     out.add(f"{_M}metrics_system_database_up", (), 1 if scrape.groups is not None else 0)
     out.add(f"{_M}metrics_summaries_stale", (), scrape.stale)
     for name in METRICS:

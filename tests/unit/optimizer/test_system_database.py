@@ -417,3 +417,9 @@ def test_operator_queries_give_a_tables_process_history_its_groups_queue_and_its
     assert stats.last_process.process_id == second
     assert db.table_stats("h", window_ms=hour) == []
     assert [s.runtime.table_id for s in db.table_stats(window_ms=hour)] == ["local.db.t"]
+    # The metrics' queries: g's optimizer holds tasks in flight, h's is idle; processes by type and status.
+    assert db.idle_optimizers(heartbeat_timeout_ms=hour) == {"h": 1}
+    assert db.process_totals() == {
+        ("local.db.t", OptimizingType.MINOR, ProcessStatus.SUCCESS): 1,
+        ("local.db.t", OptimizingType.MINOR, ProcessStatus.RUNNING): 1,
+    }

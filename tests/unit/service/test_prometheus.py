@@ -95,6 +95,7 @@ def test_a_scrape_reports_the_optimizers_processes_and_the_tables_figures(setup:
         running = scrape(client)
         assert value(running, "amoro_optimizer_group_optimizer_instances", group="default") == 1
         assert value(running, "amoro_optimizer_group_threads", group="default") == 2
+        assert 0 <= value(running, "amoro_optimizer_group_idle_optimizers", group="default") <= 1
         assert value(running, "mixed_iceberg_metrics_system_database_up") == 1
     finally:
         service.stop()
@@ -125,6 +126,7 @@ def test_a_scrape_reports_the_optimizers_processes_and_the_tables_figures(setup:
         0 if runtime.last_full_ms is None else pytest.approx(before - runtime.last_full_ms, abs=after - before + 1)
     )
     assert value(samples, "amoro_optimizer_group_optimizer_instances", group="default") == 0  # stopped
+    assert value(samples, "amoro_optimizer_group_idle_optimizers", group="default") == 0  # a stopped one is not idle
     assert value(samples, "amoro_optimizer_group_idle_tables", group="default") == 1
     assert value(samples, "amoro_optimizer_group_pending_tasks", group="default") == 0
     assert ("amoro_table_optimizing_status_in_idle", frozenset(table_tags("b").items())) not in samples  # not served
