@@ -19,7 +19,9 @@ EXTRA_PACKAGES = {"pyflink": "flink", "confluent_kafka": "kafka"}
 #: module level by design; the ingest job's client and runtime import the Kafka backend at module
 #: level (they cannot run without Kafka anyway).
 NEEDS_AT_IMPORT: dict[str, frozenset[str]] = {
-    # The Flink sink is the Flink backend of the package; it runs the ingest job beside the user's.
+    # The Flink sink and source are the Flink backend of the package; the sink runs the ingest job
+    # beside the user's. _pyflink is the seam over PyFlink's internals.
+    "mixed_iceberg._pyflink": frozenset({"pyflink"}),
     "mixed_iceberg.flink": frozenset({"pyflink", "confluent_kafka"}),
     "mixed_iceberg.ingest.flink": frozenset({"pyflink"}),
     "mixed_iceberg.ingest.job": frozenset({"confluent_kafka"}),
