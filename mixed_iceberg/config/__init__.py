@@ -10,15 +10,17 @@ Modules, one job each:
   doc); ``docs/options.md`` is generated from it (``python -m mixed_iceberg.config``).
 - ``kinds``: the enums of every kind (merge engine, optimizing type, file class, scheduling
   policy, container, task, process and table status).
-- ``layout``, ``optimizing``, ``maintenance``, ``merge``: the four parts of a table's
+- ``layout``, ``optimizing``, ``maintenance``, ``merge``, ``health``: the parts of a table's
   configuration; ``table``: :class:`TableConfig`, which holds them, one per load or refresh.
 """
 
 from __future__ import annotations
 
+from mixed_iceberg.config.health import HealthConfig
 from mixed_iceberg.config.kinds import (
     Container,
     FileClass,
+    HealthState,
     MergeEngine,
     OptimizingType,
     ProcessStatus,
@@ -37,6 +39,8 @@ __all__ = [
     "OPTIONS",
     "Container",
     "FileClass",
+    "HealthConfig",
+    "HealthState",
     "LayoutConfig",
     "MaintenanceConfig",
     "MergeConfig",

@@ -18,6 +18,7 @@ import enum
 __all__ = [
     "Container",
     "FileClass",
+    "HealthState",
     "MergeEngine",
     "OptimizingType",
     "ProcessStatus",
@@ -34,6 +35,18 @@ class MergeEngine(enum.Enum):
     PARTIAL_UPDATE = "partial-update"
     AGGREGATION = "aggregation"
     FIRST_ROW = "first-row"
+
+
+class HealthState(enum.Enum):
+    """A table's health against its targets (``health.target.*``): met, close, or missed."""
+
+    GREEN = "green"
+    AMBER = "amber"
+    RED = "red"
+
+    @property
+    def rank(self) -> int:
+        return list(HealthState).index(self)
 
 
 class OptimizingType(enum.Enum):

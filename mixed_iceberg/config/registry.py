@@ -46,6 +46,7 @@ __all__ = [
     "OPTIONS",
     "Option",
     "check_key",
+    "declare",
     "options_markdown",
     "validate_properties",
 ]
@@ -56,6 +57,10 @@ OPTIONS: dict[str, Option[Any]] = {}
 def _declare(option: Option[T]) -> Option[T]:
     OPTIONS[option.key] = option
     return option
+
+
+#: For the modules that declare a namespace of their own (``config/health.py``).
+declare = _declare
 
 
 # -- Iceberg's common table properties ----------------------------------------------------------
@@ -560,6 +565,7 @@ DANGLING_ENABLED = _declare(
 #: Namespaces whose keys must be declared above; a typo there is an error, not a silent no-op.
 OWNED_PREFIXES = (
     "self-optimizing.",
+    "health.",
     "log-store.",
     "base.",
     "change.",

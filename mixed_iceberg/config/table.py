@@ -1,9 +1,9 @@
 """A table's configuration, parsed once per load or refresh from its (BaseStore) properties.
 
-Four parts, each with one home for its keys: the file ``layout`` (bucket counts, write target
+Five parts, each with one home for its keys: the file ``layout`` (bucket counts, write target
 size, upsert, LogStore; :class:`~mixed_iceberg.config.layout.LayoutConfig`), ``optimizing``
 (``self-optimizing.*``), ``maintenance`` (expiry, orphans, change TTL, manifests) and ``merge``
-(the merge engine, checked against the columns). Every value is read through the option
+(the merge engine, checked against the columns), and ``health`` (targets). Every value is read through the option
 registry, so a bad value is the registry's :class:`~mixed_iceberg.exceptions.PropertyError`
 wherever it is read.
 
@@ -25,6 +25,7 @@ from types import MappingProxyType
 
 import pyarrow as pa
 
+from mixed_iceberg.config.health import HealthConfig
 from mixed_iceberg.config.layout import LayoutConfig
 from mixed_iceberg.config.maintenance import MaintenanceConfig
 from mixed_iceberg.config.merge import MergeConfig
@@ -70,6 +71,11 @@ class TableConfig:
     def maintenance(self) -> MaintenanceConfig:
         """Expiry, orphan cleaning, change TTL and manifest rewriting; raises ``PropertyError``."""
         return MaintenanceConfig.from_properties(self.properties, self.table)
+
+    @cached_property
+    def health(self) -> HealthConfig:
+        """The health targets (``health.*``); raises ``PropertyError`` naming the key on a bad value."""
+        return HealthConfig.from_properties(self.properties, self.table)
 
     @cached_property
     def merge(self) -> MergeConfig:

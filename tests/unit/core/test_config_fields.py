@@ -35,7 +35,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> set[str]:
 
 def test_every_table_key_is_read_by_a_config_field(reads: set[str]) -> None:
     config = TableConfig.from_properties({}, columns={"id": pa.int64(), "v": pa.string()}, primary_key=("id",), table="t")
-    parts = [config.layout, config.optimizing, config.maintenance, config.merge]  # parses every part
+    parts = [config.layout, config.optimizing, config.maintenance, config.merge, config.health]  # parses every part
     assert all(part is not None for part in parts)
     unread = sorted(key for key, option in OPTIONS.items() if key not in reads and not option.read_elsewhere)
     assert unread == [], f"registry keys no config field reads: {unread}"
@@ -44,7 +44,7 @@ def test_every_table_key_is_read_by_a_config_field(reads: set[str]) -> None:
 def test_keys_read_elsewhere_are_not_read_by_a_config_field_too(reads: set[str]) -> None:
     """``read_elsewhere`` is for keys no config reads; a key that gains a field loses it."""
     config = TableConfig.from_properties({}, columns={"id": pa.int64()}, primary_key=("id",))
-    parts = [config.layout, config.optimizing, config.maintenance, config.merge]
+    parts = [config.layout, config.optimizing, config.maintenance, config.merge, config.health]
     assert all(part is not None for part in parts)
     both = sorted(key for key, option in OPTIONS.items() if key in reads and option.read_elsewhere)
     assert both == []
