@@ -1,36 +1,70 @@
-"""``mixed-iceberg status --check``: tables against their health targets (``health.target.*``),
-for cron or CI: exit code 5 (UNHEALTHY) when a target is missed, 6 (WARNING) when one is close,
-0 when every target is met. A table that cannot be read counts as missed."""
+"""Health in the CLI: each table's figures judged against its targets (``health.target.*``), as
+``status`` shows them, and ``status --check`` for cron or CI: exit code 5 (UNHEALTHY) when a
+target is missed, 6 (WARNING) when one is close, 0 when every target is met. A table that
+cannot be read counts as missed."""
 
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
 from mixed_iceberg import load_catalog
 from mixed_iceberg.cli.exits import ExitCode, one_line
 from mixed_iceberg.cli.progress import Progress
-from mixed_iceberg.cli.render import Result, table
-from mixed_iceberg.cli.status import health_text, status_report
+from mixed_iceberg.cli.render import Result, duration, size, table
 from mixed_iceberg.exceptions import MixedIcebergError
+from mixed_iceberg.optimizing.collect import CollectedTable, collect
+from mixed_iceberg.optimizing.health import TableFigures, figures_of, judge
+from mixed_iceberg.table import MixedTable
 
-__all__ = ["check_result"]
+__all__ = ["check_result", "health_of", "health_text"]
 
 _CODES = {"red": ExitCode.UNHEALTHY, "amber": ExitCode.WARNING, "green": ExitCode.OK}
 
 
+def health_of(mixed: MixedTable, collected: CollectedTable) -> tuple[TableFigures, dict[str, Any]]:
+    """The table's figures and its health as ``--json`` prints it (score, state, each check)."""
+    snapshots = mixed.change_store.metadata.snapshots if mixed.change_store else []
+    commits = {s.sequence_number: s.timestamp_ms for s in snapshots if s.sequence_number is not None}
+    figures = figures_of(collected, mixed.config.optimizing, commits)
+    health = judge(figures, mixed.config.health, now_ms=int(time.time() * 1000))
+    checks = [{"key": c.key, "value": c.value, "target": c.target, "state": c.state.value} for c in health.checks]
+    return figures, {"score": health.score, "state": health.state.value, "checks": checks}
+
+
+def show(key: str, value: float) -> str:
+    """A target's figure in its unit."""
+    if key.endswith("-age"):
+        return duration(value)
+    if key.endswith("-bytes"):
+        return size(int(value))
+    return f"{value:g}"
+
+
+def health_text(health: dict[str, Any]) -> str:
+    """``score 87, green (3 targets met)`` or the targets missed, worst first."""
+    checks = health["checks"]
+    if not checks:
+        return f"score {health['score']}; no health target set (health.target.*)"
+    missed = [c for c in checks if c["state"] != "green"]
+    said = "; ".join(
+        f"{c['state']}: {c['key']} {show(c['key'], c['value'])} {'>' if c['state'] == 'red' else 'near'} {show(c['key'], c['target'])}"
+        for c in sorted(missed, key=lambda c: c["state"] != "red")
+    )
+    return f"score {health['score']}, {health['state']}" + (f" ({said})" if said else f" ({len(checks)} target(s) met)")
+
+
 def check_result(args: argparse.Namespace, progress: Progress) -> Result:
     """Judge ``args.table``, or every table of ``args.catalog``."""
-    if args.table:
-        names = [args.table]
-    else:
-        catalog = load_catalog(args.catalog)
-        names = [t for namespace in catalog.list_namespaces() for t in catalog.list_tables(namespace)]
+    catalog = load_catalog(args.catalog)
+    names = [args.table] if args.table else [t for n in catalog.list_namespaces() for t in catalog.list_tables(n)]
     data: list[dict[str, Any]] = []
     for name in names:
         progress.step(f"{name}: checking")
         try:
-            health = status_report(args.catalog, name)["health"]
+            mixed = catalog.load_table(name)
+            _, health = health_of(mixed, collect(mixed.handle))
         except (MixedIcebergError, OSError) as exc:  # one unreadable table is a missed target, the others still judged
             data.append({"table": name, "state": "red", "score": None, "checks": [], "error": one_line(str(exc))})
             continue

@@ -11,16 +11,15 @@ of delete (position deletes and unmerged change deletes) against all rows writte
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Any
 
 from mixed_iceberg import load_catalog
 from mixed_iceberg.cli.groups import config_help, groups_result
+from mixed_iceberg.cli.health import check_result, health_of, health_text
 from mixed_iceberg.cli.progress import Progress
-from mixed_iceberg.cli.render import Result, duration, fields, size, table
+from mixed_iceberg.cli.render import Result, fields, size, table
 from mixed_iceberg.config.kinds import FileClass
 from mixed_iceberg.optimizing.collect import collect
-from mixed_iceberg.optimizing.health import figures_of, judge
 from mixed_iceberg.table import MixedTable
 from mixed_iceberg.typedef import TableFormat
 
@@ -57,10 +56,7 @@ def status_report(catalog: str, name: str) -> dict[str, Any]:
     live_base = base_records - position_deleted
     exact = not change and not equality_deletes
     kind = kind_of(mixed)
-    snapshots = mixed.change_store.metadata.snapshots if mixed.change_store else []
-    commits = {s.sequence_number: s.timestamp_ms for s in snapshots if s.sequence_number is not None}
-    figures = figures_of(collected, config, commits)
-    health = judge(figures, mixed.config.health, now_ms=int(time.time() * 1000))
+    figures, health = health_of(mixed, collected)
     return {
         "table": name,
         "catalog": catalog,
@@ -84,11 +80,7 @@ def status_report(catalog: str, name: str) -> dict[str, Any]:
         "small_files": figures.small_files,
         "read_bytes": figures.read_bytes,
         "oldest_unmerged_change_ms": figures.oldest_unmerged_change_ms,
-        "health": {
-            "score": health.score,
-            "state": health.state.value,
-            "checks": [{"key": c.key, "value": c.value, "target": c.target, "state": c.state.value} for c in health.checks],
-        },
+        "health": health,
         "optimizing_enabled": config.enabled,
         "optimizer_group": config.group,
         "pending": evaluation.type.value if evaluation.type else None,
@@ -134,33 +126,9 @@ def status_text(report: dict[str, Any]) -> str:
     return head + ("\n\n" + table(rows, ["partition", "pending", "reason"]) if rows else "")
 
 
-def show(key: str, value: float) -> str:
-    """A target's figure in its unit."""
-    if key.endswith("-age"):
-        return duration(value)
-    if key.endswith("-bytes"):
-        return size(int(value))
-    return f"{value:g}"
-
-
-def health_text(health: dict[str, Any]) -> str:
-    """``score 87, green (3 targets met)`` or the targets missed, worst first."""
-    checks = health["checks"]
-    if not checks:
-        return f"score {health['score']}; no health target set (health.target.*)"
-    missed = [c for c in checks if c["state"] != "green"]
-    said = "; ".join(
-        f"{c['state']}: {c['key']} {show(c['key'], c['value'])} {'>' if c['state'] == 'red' else 'near'} {show(c['key'], c['target'])}"
-        for c in sorted(missed, key=lambda c: c["state"] != "red")
-    )
-    return f"score {health['score']}, {health['state']}" + (f" ({said})" if said else f" ({len(checks)} target(s) met)")
-
-
 def run_status(args: argparse.Namespace, progress: Progress) -> Result:
     """The ``status`` verb."""
     if args.check:
-        from mixed_iceberg.cli.health import check_result
-
         return check_result(args, progress)
     if args.table is None:
         return groups_result(args, progress)
