@@ -1,5 +1,6 @@
-"""docs/cli.md's command lines run as written, in order, against a fresh catalog; each exits 0
-and prints something (JSON where it says --json)."""
+"""docs/cli.md's walkthrough (its first bash block) runs as written, in order, against a fresh
+catalog; each line exits 0 and prints something (JSON where it says --json). The page's ``sql``
+examples run in tests/unit/query/test_terminal.py."""
 
 from __future__ import annotations
 
@@ -18,11 +19,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def page_commands() -> list[list[str]]:
     text = (ROOT / "docs" / "cli.md").read_text()
-    lines = [
-        line.split("#", 1)[0].strip()
-        for block in re.findall(r"^```bash\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
-        for line in block.splitlines()
-    ]
+    walkthrough = re.findall(r"^```bash\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)[0]
+    lines = [line.split("#", 1)[0].strip() for line in walkthrough.splitlines()]
     return [shlex.split(line) for line in lines if line.startswith("mixed-iceberg ")]
 
 
