@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 from prometheus_client.core import GaugeMetricFamily
 
-from mixed_iceberg.config.kinds import OptimizingType, ProcessStatus, TableStatus
+from mixed_iceberg.config.kinds import HealthState, OptimizingType, ProcessStatus, TableStatus
 from mixed_iceberg.optimizer.sysdb.records import GroupQueue, TableRuntimeStats
+from mixed_iceberg.optimizing.health import judge
 from mixed_iceberg.service.prometheus.summary import TableSummary
 
 __all__ = ["METRICS", "Scrape", "SummarizedTable", "families"]
@@ -45,6 +46,7 @@ STATUS_OF: dict[TableStatus, str] = {
 _STATUSES = ("idle", "pending", "planning", "executing", "committing")
 _TYPES = (("minor", OptimizingType.MINOR), ("major", OptimizingType.MAJOR), ("full", OptimizingType.FULL))
 _ENDED = (ProcessStatus.SUCCESS, ProcessStatus.FAILED, ProcessStatus.CANCELED)
+_STATE_VALUES = {HealthState.GREEN: 0, HealthState.AMBER: 1, HealthState.RED: 2}
 
 #: Every exported metric: name -> (tags, help).
 METRICS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -75,6 +77,7 @@ METRICS: dict[str, tuple[tuple[str, ...], str]] = {
         _TG,
         "Milliseconds from the last successful optimizing to the newest commit that added data (0: none since, or unknown)",
     ),
+    f"{_A}table_summary_health_score": (_T, "Health score 0-100: small files, delete ratio, equality deletes (docs/cli.md)"),
     f"{_A}table_summary_total_files": (_T, "Files a read of the table opens: data files and delete files"),
     f"{_A}table_summary_data_files": (_T, "Data files: live base files and unmerged change inserts"),
     f"{_A}table_summary_equality_delete_files": (_T, "Equality delete files: base ones and unmerged change deletes"),
@@ -102,6 +105,8 @@ METRICS: dict[str, tuple[tuple[str, ...], str]] = {
     f"{_M}table_unmerged_change_bytes": (_T, "Bytes of unmerged ChangeStore files"),
     f"{_M}table_unmerged_change_insert_records": (_T, "Insert rows of unmerged ChangeStore files"),
     f"{_M}table_unmerged_change_delete_records": (_T, "Delete rows of unmerged ChangeStore files (a merged read pays them)"),
+    f"{_M}table_health_state": (_T, "Worst health.target.* state: 0 green (or none set), 1 amber, 2 red"),
+    f"{_M}table_health_targets_missed": (_T, "health.target.* properties the table misses now (red)"),
     f"{_M}table_oldest_unmerged_change_mills": (_T, "Milliseconds since the oldest unmerged ChangeStore commit (0: none)"),
     f"{_M}table_since_last_commit_mills": (
         _T,
@@ -187,6 +192,11 @@ def _summary_metrics(out: _Families, table: SummarizedTable, now_ms: int) -> Non
     out.add(f"{_M}table_unmerged_change_delete_records", tags, s.unmerged_change_delete_records)
     out.add(f"{_M}table_oldest_unmerged_change_mills", tags, _since(now_ms, s.oldest_unmerged_change_ms))
     out.add(f"{_M}table_since_last_commit_mills", tags, _since(now_ms, s.last_commit_ms))
+    if s.health is not None:  # judged now: the oldest unmerged change ages between scrapes
+        health = judge(s.figures, s.health, now_ms=now_ms)
+        out.add(f"{_A}table_summary_health_score", tags, health.score)
+        out.add(f"{_M}table_health_state", tags, _STATE_VALUES[health.state])
+        out.add(f"{_M}table_health_targets_missed", tags, sum(1 for c in health.checks if c.state is HealthState.RED))
 
 
 def _optimizing_metrics(

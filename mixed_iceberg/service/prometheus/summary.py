@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.table.metadata import TableMetadata
 
+from mixed_iceberg.config.health import HealthConfig
+from mixed_iceberg.exceptions import PropertyError
 from mixed_iceberg.handle import TableHandle
 from mixed_iceberg.optimizing.collect import OPTIMIZING_TYPE, collect
+from mixed_iceberg.optimizing.health import TableFigures, figures_of
 
 __all__ = ["TableSummary", "summarize"]
 
@@ -48,6 +51,10 @@ class TableSummary:
     last_commit_ms: int | None
     #: The newest commit that added files and was not the optimizer's (Amoro's "non-maintained" snapshot).
     last_data_commit_ms: int | None
+    #: What a merged read pays (optimizing/health.py), judged against ``health`` at scrape time.
+    figures: TableFigures
+    #: The table's ``health.*`` targets (None: a property holds a bad value; no state is exported).
+    health: HealthConfig | None
 
     @property
     def total_files(self) -> int:
@@ -89,7 +96,7 @@ def summarize(table: TableHandle) -> TableSummary:
     stores = [table.base_store.metadata] + ([table.change_store.metadata] if table.change_store is not None else [])
     commits = [s.timestamp_ms for metadata in stores for s in metadata.snapshots]
     change_commits = (
-        {s.sequence_number: s.timestamp_ms for s in table.change_store.metadata.snapshots} if table.change_store else {}
+        {int(s.sequence_number or 0): s.timestamp_ms for s in table.change_store.metadata.snapshots} if table.change_store else {}
     )
     oldest = min((c.sequence_number for c in change), default=None)
     data_commits = [t for t in map(_newest_data_commit, stores) if t is not None]
@@ -112,4 +119,13 @@ def summarize(table: TableHandle) -> TableSummary:
         oldest_unmerged_change_ms=None if oldest is None else change_commits.get(oldest),
         last_commit_ms=max(commits, default=None),
         last_data_commit_ms=max(data_commits, default=None),
+        figures=figures_of(collected, table.config.optimizing, change_commits),
+        health=_health(table),
     )
+
+
+def _health(table: TableHandle) -> HealthConfig | None:
+    try:
+        return table.config.health
+    except PropertyError:  # `mixed-iceberg status` names the bad property; the score is still exported
+        return None

@@ -17,6 +17,7 @@ from pyiceberg.manifest import DataFileContent
 from starlette.testclient import TestClient
 
 from mixed_iceberg import MixedTable
+from mixed_iceberg.cli.status import status_report
 from mixed_iceberg.config.kinds import OptimizingType
 from mixed_iceberg.format import parse_change
 from mixed_iceberg.optimizer.config import load_optimizer_config
@@ -160,6 +161,26 @@ def test_a_scrape_reports_the_optimizers_processes_and_the_tables_figures(setup:
     again = scrape(client)
     assert value(again, "mixed_iceberg_table_unmerged_change_files", **plain) == len(files(waiting.refresh(), "change_store"))
     assert value(again, "mixed_iceberg_table_unmerged_change_files", **plain) > len(change)
+
+
+def test_the_health_score_and_targets_are_those_status_reports(
+    setup: OptimizerSetup, client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """amoro_table_summary_health_score and our target state agree with `mixed-iceberg status`
+    (the same table, read through the CLI): a table missing its max-files target is red."""
+    setup.table("h", **{"self-optimizing.enabled": "false", "health.target.max-files": "1"})
+    setup.table("g", commits=1, **{"self-optimizing.enabled": "false"})
+    samples = scrape(client)
+    monkeypatch.setenv("MIXED_ICEBERG_CATALOGS", str(setup.root / "catalog" / "catalogs.yaml"))
+    for name, state, missed in (("h", 2, 1), ("g", 0, 0)):
+        report = status_report("local", f"db.{name}")
+        tags = table_tags(name, group=None)
+        assert value(samples, "amoro_table_summary_health_score", **tags) == report["health"]["score"]
+        assert (
+            value(samples, "mixed_iceberg_table_health_state", **tags),
+            value(samples, "mixed_iceberg_table_health_targets_missed", **tags),
+        ) == (state, missed)
+    assert report["health"]["state"] == "green"
 
 
 def test_a_scrape_out_of_time_keeps_tables_for_the_next_one(setup: OptimizerSetup, client: TestClient) -> None:
