@@ -15,7 +15,7 @@ from mixed_iceberg.cli.progress import Progress
 from mixed_iceberg.cli.render import Result, duration, size, table
 from mixed_iceberg.exceptions import MixedIcebergError
 from mixed_iceberg.optimizing.collect import CollectedTable, collect
-from mixed_iceberg.optimizing.health import TableFigures, figures_of, judge
+from mixed_iceberg.optimizing.health import TableFigures, change_commit_times, figures_of, judge
 from mixed_iceberg.table import MixedTable
 
 __all__ = ["check_result", "health_of", "health_text"]
@@ -25,9 +25,8 @@ _CODES = {"red": ExitCode.UNHEALTHY, "amber": ExitCode.WARNING, "green": ExitCod
 
 def health_of(mixed: MixedTable, collected: CollectedTable) -> tuple[TableFigures, dict[str, Any]]:
     """The table's figures and its health as ``--json`` prints it (score, state, each check)."""
-    snapshots = mixed.change_store.metadata.snapshots if mixed.change_store else []
-    commits = {s.sequence_number: s.timestamp_ms for s in snapshots if s.sequence_number is not None}
-    figures = figures_of(collected, mixed.config.optimizing, commits)
+    change = mixed.change_store.metadata if mixed.change_store else None
+    figures = figures_of(collected, mixed.config.optimizing, change_commit_times(change))
     health = judge(figures, mixed.config.health, now_ms=int(time.time() * 1000))
     checks = [{"key": c.key, "value": c.value, "target": c.target, "state": c.state.value} for c in health.checks]
     return figures, {"score": health.score, "state": health.state.value, "checks": checks}

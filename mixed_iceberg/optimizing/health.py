@@ -19,12 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
+from pyiceberg.table.metadata import TableMetadata
+
 from mixed_iceberg.config.health import HealthConfig
 from mixed_iceberg.config.kinds import FileClass, HealthState
 from mixed_iceberg.config.optimizing import OptimizingConfig
 from mixed_iceberg.optimizing.collect import CollectedTable
 
-__all__ = ["TableFigures", "TableHealth", "TargetCheck", "figures_of", "judge"]
+__all__ = ["TableFigures", "TableHealth", "TargetCheck", "change_commit_times", "figures_of", "judge"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +48,13 @@ class TableFigures:
     equality_delete_files: int
     oldest_unmerged_change_ms: int | None
     read_bytes: int
+
+
+def change_commit_times(change: TableMetadata | None) -> dict[int, int]:
+    """What :func:`figures_of` takes: each ChangeStore sequence number's commit time (epoch ms)."""
+    if change is None:
+        return {}
+    return {s.sequence_number: s.timestamp_ms for s in change.snapshots if s.sequence_number is not None}
 
 
 def figures_of(collected: CollectedTable, config: OptimizingConfig, change_commits: Mapping[int, int]) -> TableFigures:

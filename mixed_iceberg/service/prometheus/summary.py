@@ -18,7 +18,7 @@ from mixed_iceberg.config.health import HealthConfig
 from mixed_iceberg.exceptions import PropertyError
 from mixed_iceberg.handle import TableHandle
 from mixed_iceberg.optimizing.collect import OPTIMIZING_TYPE, collect
-from mixed_iceberg.optimizing.health import TableFigures, figures_of
+from mixed_iceberg.optimizing.health import TableFigures, change_commit_times, figures_of
 
 __all__ = ["TableSummary", "summarize"]
 
@@ -95,9 +95,7 @@ def summarize(table: TableHandle) -> TableSummary:
     referenced = {path for f in base_files for path in (*f.pos_delete_files, *f.eq_delete_files)}
     stores = [table.base_store.metadata] + ([table.change_store.metadata] if table.change_store is not None else [])
     commits = [s.timestamp_ms for metadata in stores for s in metadata.snapshots]
-    change_commits = (
-        {int(s.sequence_number or 0): s.timestamp_ms for s in table.change_store.metadata.snapshots} if table.change_store else {}
-    )
+    change_commits = change_commit_times(table.change_store.metadata if table.change_store is not None else None)
     oldest = min((c.sequence_number for c in change), default=None)
     data_commits = [t for t in map(_newest_data_commit, stores) if t is not None]
     return TableSummary(

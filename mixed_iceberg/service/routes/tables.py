@@ -88,7 +88,7 @@ def etag(location: str, snapshots: str = "all") -> str:
     return '"' + hashlib.sha256(f"{snapshots}:{location}".encode()).hexdigest()[:32] + '"'
 
 
-def _result(metadata: TableMetadata, location: str | None) -> Response:
+def _result(metadata: TableMetadata, location: str | None, snapshots: str = "all") -> Response:
     if location is None or metadata.format_version >= 3:
         response = model_response(
             TableResponse.model_validate({"metadata-location": location, "metadata": metadata, "config": {}})
@@ -97,7 +97,7 @@ def _result(metadata: TableMetadata, location: str | None) -> Response:
         body = f'{{"metadata-location":{json.dumps(location)},"metadata":{metadata_json(metadata)},"config":{{}}}}'
         response = Response(body, media_type="application/json")
     if location is not None:
-        response.headers["ETag"] = etag(location)
+        response.headers["ETag"] = etag(location, snapshots)
     return response
 
 
@@ -179,9 +179,7 @@ async def load_table(request: Request) -> Response:
     if snapshots == "refs":
         referenced = {ref.snapshot_id for ref in metadata.refs.values()}
         metadata = metadata.model_copy(update={"snapshots": [s for s in metadata.snapshots if s.snapshot_id in referenced]})
-        response = _result(metadata, location)
-        response.headers["ETag"] = tag
-        return response
+        return _result(metadata, location, snapshots)
     # A metadata file never changes, so neither does its full answer: serialised once.
     bodies = state(request).load_bodies
     body = bodies.get((target.name, location))
