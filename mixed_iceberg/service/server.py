@@ -96,14 +96,13 @@ def serve(config: ServiceConfig) -> int:
     config.check_bind()
     catalogs = ServedCatalogs(config.catalogs_file, config.default_catalog)
     _redacted(config, catalogs)
-    app = create_app(config, catalogs)
     sock = _bind(config.host, config.port)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"mixed-iceberg serve: listening on http://{shown}:{port}", flush=True)
     log.info(
         "serving %s on http://%s:%d (tokens %s)",
-        sorted(app.state.service.catalogs.catalogs),
+        sorted(catalogs.catalogs),
         shown,
         port,
         "required" if config.auth_required else "off",
@@ -114,6 +113,7 @@ def serve(config: ServiceConfig) -> int:
         )
         Multiprocess(factory, sockets=[sock]).run()
     else:
+        app = create_app(config, catalogs)  # workers build their own (WorkerApp)
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
         server.run(sockets=[sock])
     sys.stdout.flush()
