@@ -58,6 +58,7 @@ def main() -> int:
     seconds.sort()
     print(f"p50 commit (profiled): {seconds[len(seconds) // 2] * 1000:.1f} ms over {args.commits} commits")
     print(f"loads answered 304 Not Modified: {getattr(catalog.iceberg, 'not_modified', 'n/a')}")
+    print(f"refreshes skipped (the writer's own head): {getattr(catalog.iceberg, 'refreshes_skipped', 'n/a')}")
     pstats.Stats(profile).sort_stats("cumulative").print_stats(args.top)
     return 0
 

@@ -8,6 +8,13 @@ table (its tag, parsed) and sends the tag: an unchanged table costs one bodiless
 commit's answer is remembered too, under the tag the server gave it, so the refresh that opens
 the next commit of the same writer is a 304. A server without ETags behaves as before.
 
+A writer alone on a table need not even ask: :func:`refresh_for_commit` skips the refresh when
+the table's metadata is the catalog's own last answer for it and the table has been quiet (the
+last load found it unchanged, and no commit since conflicted). If another writer did commit
+meanwhile, the commit's requirements (``assert-ref-snapshot-id``) fail with a 409 and pyiceberg's
+retry refreshes, re-runs the commit's guard (store/commit.py: the commit id, the validator) and
+rebuilds: a stale head costs one retry, never a wrong commit. A conflict ends the quiet spell.
+
 Overrides ``RestCatalog.load_table`` and ``commit_table`` (same requests, same error mapping) and
 uses ``RestCatalog._session``, ``_split_identifier_for_path``, ``_response_to_table`` and
 ``rest._RETRY_ARGS``.
@@ -47,7 +54,7 @@ from tenacity import retry
 
 from mixed_iceberg.caching import LruCache
 
-__all__ = ["ConditionalRestCatalog", "parse_answer"]
+__all__ = ["ConditionalRestCatalog", "parse_answer", "refresh_for_commit"]
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +74,23 @@ class ConditionalRestCatalog(RestCatalog):
         super().__init__(name, **properties)
         #: (table, snapshots mode) -> (the answer's ETag, the answer)
         self.answers: LruCache[tuple[Identifier, str], tuple[str, TableResponse]] = LruCache(ANSWERS_KEPT)
-        #: loads answered 304 (tests and the commit profile read it)
+        #: tables seen quiet: the last load found no change, and no commit since conflicted
+        self.quiet: LruCache[Identifier, bool] = LruCache(ANSWERS_KEPT)
+        #: loads answered 304, and refreshes skipped by refresh_for_commit (tests and benches read them)
         self.not_modified = 0
+        self.refreshes_skipped = 0
+
+    def head_is_own(self, table: Table) -> bool:
+        """Whether ``table`` holds this catalog's last answer for it (the writer's own commit or
+        load, with the snapshots of mode ``all``) and the table has been quiet since."""
+        ident = table.name()
+        known = self.answers.peek((ident, "all"))
+        return (
+            self._mode() == "all"
+            and self.quiet.peek(ident) is True
+            and known is not None
+            and known[1].metadata_location == table.metadata_location
+        )
 
     def _create_session(self) -> Session:
         """pyiceberg's session, the environment read once instead of on every request: requests
@@ -105,7 +127,9 @@ class ConditionalRestCatalog(RestCatalog):
         )
         if response.status_code == 304 and known is not None:
             self.not_modified += 1
+            self.quiet.put(ident, True)
             return self._response_to_table(ident, known[1])
+        self.quiet.discard(ident)
         try:
             response.raise_for_status()
         except HTTPError as exc:
@@ -139,6 +163,7 @@ class ConditionalRestCatalog(RestCatalog):
             response.raise_for_status()
         except HTTPError as exc:
             self.answers.discard((identifier, "all"))
+            self.quiet.discard(identifier)
             _handle_non_200_response(
                 exc,
                 {
@@ -183,6 +208,17 @@ class ConditionalRestCatalog(RestCatalog):
             self.answers.put((ident, mode), (tag, answer))
         else:
             self.answers.discard((ident, mode))
+
+
+def refresh_for_commit(table: Table) -> None:
+    """Refresh ``table`` before a commit unless its catalog knows the refresh would change
+    nothing it can know (:meth:`ConditionalRestCatalog.head_is_own`); see the module's docstring
+    for why a stale head is still safe."""
+    catalog = table.catalog
+    if isinstance(catalog, ConditionalRestCatalog) and catalog.head_is_own(table):
+        catalog.refreshes_skipped += 1
+        return
+    table.refresh()
 
 
 def parse_answer(text: str, known: TableMetadata | None) -> TableResponse:

@@ -26,6 +26,7 @@ from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.snapshots import Operation
 
+from mixed_iceberg._pyiceberg.rest_catalog import refresh_for_commit
 from mixed_iceberg._pyiceberg.transaction import GuardedTransaction, StagedAppend, stage_merge_append
 from mixed_iceberg.config.registry import MANIFEST_MERGE_ENABLED
 from mixed_iceberg.exceptions import (
@@ -201,7 +202,7 @@ def commit_files(
     deleted_deletes = deleted_deletes or []
     written = [*added, *added_deletes]
     try:
-        table.refresh()
+        refresh_for_commit(table)  # a REST writer alone on its table skips it (a stale head costs a retry)
     except ice.NoSuchTableError as exc:
         raise NoSuchTableError(
             f"{name}: expected it in its catalog under that name, found none (renamed or dropped since it was "

@@ -95,19 +95,20 @@ def test_a_writer_sees_another_clients_commit_through_its_conditional_loads(
     rest_catalog: MixedCatalog, server_properties: dict[str, str], request: pytest.FixtureRequest
 ) -> None:
     """Our client loads a table it knows with If-None-Match (``_pyiceberg/rest_catalog.py``): on
-    serve, a writer's refresh before its next commit is a bodiless 304, and a commit by another
-    client is still seen (never a stale answer); a server without ETags answers in full."""
+    serve, a writer's refresh before its next commit is a bodiless 304 (or skipped: the writer is
+    alone), and a commit by another client is still seen (never a stale answer); a server without
+    ETags answers in full."""
     table = rest_catalog.create_table(f"{NAMESPACE}.tagged", ORDERS_SCHEMA, primary_key=["id"])
     _write(table)
     other = load_catalog("remote", **server_properties).load_table(f"{NAMESPACE}.tagged")
     client = rest_catalog.iceberg
-    before = client.not_modified  # type: ignore[attr-defined]
+    before = client.not_modified + client.refreshes_skipped  # type: ignore[attr-defined]
     with table.new_transaction(("writer", 10)) as txn:
         txn.write(changes([("+I", 20, "mine", 1, 1.0)]))
     with table.new_transaction(("writer", 11)) as txn:
         txn.write(changes([("+I", 21, "mine", 1, 1.0)]))
     if request.node.callspec.params["server_properties"] == "serve":
-        assert client.not_modified >= before + 2  # type: ignore[attr-defined]
+        assert client.not_modified + client.refreshes_skipped >= before + 2  # type: ignore[attr-defined]
     with other.new_transaction(("other", 1)) as txn:  # other's own cached answer is stale: it must see 20 and 21
         txn.write(changes([("-D", 20, "mine", 1, 1.0), ("+I", 22, "theirs", 2, 2.0)]))
     with table.new_transaction(("writer", 12)) as txn:
@@ -115,6 +116,41 @@ def test_a_writer_sees_another_clients_commit_through_its_conditional_loads(
     keys = {row[0]: row[1] for row in rows_of(table.scan().to_arrow())}
     assert (20 in keys, keys[21], keys[22]) == (False, "mine", "mine again")
     assert rows_of(other.scan().to_arrow()) == rows_of(table.scan().to_arrow())
+
+
+def test_a_writer_alone_skips_its_refresh_and_a_stale_head_still_commits_exactly_once(rest_server: RestServer) -> None:
+    """A writer whose table has been quiet commits without loading it first
+    (``refresh_for_commit``); when another client did commit meanwhile, the stale head costs a
+    409 and a retry, never a lost or doubled commit: a commit id the other client landed first
+    (a zombie of the same writer) is skipped on the retry."""
+    properties = {"type": "rest", "uri": rest_server.uri, "warehouse": rest_server.warehouse}
+    catalog = load_catalog("remote", **properties)
+    if NAMESPACE not in catalog.list_namespaces():
+        catalog.create_namespace(NAMESPACE)
+    table = catalog.create_table(f"{NAMESPACE}.alone", ORDERS_SCHEMA, primary_key=["id"])
+    try:
+        client = catalog.iceberg
+        for sequence in (1, 2, 3):
+            with table.new_transaction(("writer", sequence)) as txn:
+                txn.write(changes([("+I", sequence, "mine", sequence, 1.0)]))
+        skipped = client.refreshes_skipped  # type: ignore[attr-defined]
+        assert skipped >= 1  # the third commit did not ask
+        other = load_catalog("remote", **properties).load_table(f"{NAMESPACE}.alone")
+        with other.new_transaction(("other", 1)) as txn:
+            txn.write(changes([("-D", 1, "mine", 1, 1.0), ("+I", 10, "theirs", 10, 1.0)]))
+        with other.new_transaction(("writer", 4)) as txn:  # a zombie lands the writer's next id first
+            txn.write(changes([("+I", 4, "zombie", 4, 1.0)]))
+        with table.new_transaction(("writer", 4)) as txn:  # stale head: 409, retry, id found committed
+            txn.write(changes([("+I", 4, "mine", 4, 1.0), ("+I", 5, "never", 5, 1.0)]))
+        assert client.refreshes_skipped == skipped + 1  # type: ignore[attr-defined]
+        with table.new_transaction(("writer", 5)) as txn:  # after the conflict: a refresh again
+            txn.write(changes([("+U", 10, "mine again", 11, 2.0)]))
+        assert client.refreshes_skipped == skipped + 1  # type: ignore[attr-defined]
+        keys = {row[0]: row[1] for row in rows_of(table.scan().to_arrow())}
+        assert keys == {2: "mine", 3: "mine", 4: "zombie", 10: "mine again"}
+        assert rows_of(other.scan().to_arrow()) == rows_of(table.scan().to_arrow())
+    finally:
+        catalog.purge_table(f"{NAMESPACE}.alone")
 
 
 def test_the_client_reads_its_environment_once_unless_proxies_are_set(
