@@ -14,9 +14,9 @@ from mixed_iceberg import load_catalog
 from mixed_iceberg.catalog.config import default_config_path, load_catalog_config
 from mixed_iceberg.cli.progress import Progress
 from mixed_iceberg.cli.render import Result, table
-from mixed_iceberg.cli.status import kind_of
 from mixed_iceberg.config.files import read_yaml
 from mixed_iceberg.exceptions import ConfigError, MixedIcebergError
+from mixed_iceberg.reports import kind_of
 
 __all__ = ["mask", "register"]
 

@@ -29,52 +29,13 @@ from pyiceberg.schema import Schema
 from mixed_iceberg import load_catalog
 from mixed_iceberg.cli.progress import Progress
 from mixed_iceberg.cli.render import Result, fields, table
-from mixed_iceberg.cli.status import KIND_TEXT, kind_of
 from mixed_iceberg.config.files import read_yaml, validation_error
 from mixed_iceberg.config.registry import OPTIONS
 from mixed_iceberg.exceptions import ConfigError, PropertyError
-from mixed_iceberg.table import MixedTable
+from mixed_iceberg.reports import KIND_TEXT, describe_report
 from mixed_iceberg.typedef import TableFormat
 
 __all__ = ["TableSpec", "register"]
-
-
-def _store(store: Any) -> dict[str, Any] | None:
-    if store is None:
-        return None
-    snapshot = store.current_snapshot()
-    return {
-        "location": store.location(),
-        "current_snapshot_id": snapshot.snapshot_id if snapshot else None,
-        "snapshots": len(store.metadata.snapshots),
-        "metadata_location": store.metadata_location,
-    }
-
-
-def describe_report(mixed: MixedTable, catalog: str) -> dict[str, Any]:
-    """What ``describe`` prints with ``--json``."""
-    spec = mixed.base_store.spec()
-    schema = mixed.schema()
-    merge = mixed.merge_config
-    return {
-        "table": mixed.name,
-        "catalog": catalog,
-        "kind": kind_of(mixed),
-        "format": mixed.format.value,
-        "primary_key": list(mixed.primary_key),
-        "columns": [
-            {"id": f.field_id, "name": f.name, "type": str(f.field_type), "required": f.required, "doc": f.doc}
-            for f in schema.fields
-        ],
-        "partition_spec": [
-            {"name": p.name, "transform": str(p.transform), "source": schema.find_column_name(p.source_id)} for p in spec.fields
-        ],
-        "merge_engine": merge.engine.value if mixed.is_keyed else None,
-        "sequence_field": merge.sequence_field if mixed.is_keyed else None,
-        "base_store": _store(mixed.base_store),
-        "change_store": _store(mixed.change_store),
-        "properties": dict(sorted(mixed.properties.items())),
-    }
 
 
 def _describe(args: argparse.Namespace, progress: Progress) -> Result:

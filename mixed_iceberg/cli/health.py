@@ -6,7 +6,6 @@ cannot be read counts as missed."""
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Any
 
 from mixed_iceberg import load_catalog
@@ -14,22 +13,12 @@ from mixed_iceberg.cli.exits import ExitCode, one_line
 from mixed_iceberg.cli.progress import Progress
 from mixed_iceberg.cli.render import Result, duration, size, table
 from mixed_iceberg.exceptions import MixedIcebergError
-from mixed_iceberg.optimizing.collect import CollectedTable, collect
-from mixed_iceberg.optimizing.health import TableFigures, change_commit_times, figures_of, judge
-from mixed_iceberg.table import MixedTable
+from mixed_iceberg.optimizing.collect import collect
+from mixed_iceberg.reports import health_of
 
 __all__ = ["check_result", "health_of", "health_text"]
 
 _CODES = {"red": ExitCode.UNHEALTHY, "amber": ExitCode.WARNING, "green": ExitCode.OK}
-
-
-def health_of(mixed: MixedTable, collected: CollectedTable) -> tuple[TableFigures, dict[str, Any]]:
-    """The table's figures and its health as ``--json`` prints it (score, state, each check)."""
-    change = mixed.change_store.metadata if mixed.change_store else None
-    figures = figures_of(collected, mixed.config.optimizing, change_commit_times(change))
-    health = judge(figures, mixed.config.health, now_ms=int(time.time() * 1000))
-    checks = [{"key": c.key, "value": c.value, "target": c.target, "state": c.state.value} for c in health.checks]
-    return figures, {"score": health.score, "state": health.state.value, "checks": checks}
 
 
 def show(key: str, value: float) -> str:

@@ -1,7 +1,8 @@
 """The ASGI app of ``mixed-iceberg serve``: the Iceberg REST catalog over the served catalogs.
 
 Routes live under ``/v1/catalogs/<name>/`` (the prefix ``/v1/config`` hands out), plus
-``/v1/config``, ``/v1/oauth/tokens`` and ``/metrics`` (Prometheus, :mod:`.prometheus`). In front of them: the token check
+``/v1/config``, ``/v1/oauth/tokens``, ``/metrics`` (Prometheus, :mod:`.prometheus`) and the
+dashboard (``/dashboard``, ``/api/v1/dashboard/...``, :mod:`.dashboard`). In front of them: the token check
 (:mod:`.auth`), then the path and body-size guard (:mod:`.guard`). Every error is answered
 in the spec's error model (:mod:`.errors`), an unknown route too.
 
@@ -17,11 +18,13 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from mixed_iceberg._pyiceberg import apply_patches
 from mixed_iceberg.service.auth import TOKEN_PATH, AuthMiddleware, TokenAuthority, exchange_token
 from mixed_iceberg.service.catalogs import ServedCatalogs
+from mixed_iceberg.service.dashboard import PAGE as DASHBOARD_PAGE
+from mixed_iceberg.service.dashboard import dashboard_routes
 from mixed_iceberg.service.errors import error_response
 from mixed_iceberg.service.guard import GuardMiddleware
 from mixed_iceberg.service.prometheus import PATH as METRICS_PATH
@@ -36,7 +39,7 @@ _NS = "/v1/catalogs/{catalog}/namespaces"
 _TABLE = _NS + "/{namespace}/tables/{table}"
 
 
-def _routes() -> list[Route]:
+def _routes() -> list[BaseRoute]:
     # HEAD before GET: Starlette answers HEAD with a path's GET route (200) when that comes first.
     return [
         Route("/v1/config", config.get_config, methods=["GET"]),
@@ -58,6 +61,7 @@ def _routes() -> list[Route]:
         Route(_TABLE + "/metrics", tables.report_metrics, methods=["POST"]),
         Route("/v1/catalogs/{catalog}/tables/rename", tables.rename_table, methods=["POST"]),
         Route("/v1/catalogs/{catalog}/transactions/commit", transactions.commit_transaction, methods=["POST"]),
+        *dashboard_routes(),
     ]
 
 
@@ -78,7 +82,7 @@ def create_app(config: ServiceConfig, catalogs: ServedCatalogs | None = None) ->
     app = Starlette(
         routes=_routes(),
         middleware=[
-            Middleware(AuthMiddleware, authority=authority),
+            Middleware(AuthMiddleware, authority=authority, open_prefixes=(DASHBOARD_PAGE,)),
             Middleware(GuardMiddleware, max_body_bytes=config.max_body_bytes),
         ],
         exception_handlers={HTTPException: _http_error},

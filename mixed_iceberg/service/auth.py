@@ -126,14 +126,19 @@ async def exchange_token(request: Request) -> Response:
 
 class AuthMiddleware:
     """Refuses (401) a request without a valid bearer token when tokens are configured; the
-    token exchange itself is open (it checks the client's secret)."""
+    token exchange itself is open (it checks the client's secret), and so are the paths under
+    ``open_prefixes`` (the dashboard's page and assets, which hold no data)."""
 
-    def __init__(self, app: ASGIApp, authority: TokenAuthority) -> None:
+    def __init__(self, app: ASGIApp, authority: TokenAuthority, open_prefixes: tuple[str, ...] = ()) -> None:
         self.app = app
         self.authority = authority
+        self.open_prefixes = open_prefixes
+
+    def _open(self, path: str) -> bool:
+        return path == TOKEN_PATH or any(path == p or path.startswith(p + "/") for p in self.open_prefixes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self.authority.required or scope["path"] == TOKEN_PATH:
+        if scope["type"] != "http" or not self.authority.required or self._open(scope["path"]):
             await self.app(scope, receive, send)
             return
         header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")

@@ -104,6 +104,17 @@ class MetricsCollector:
                 idle_optimizers=idle,
             )
 
+    def known(self) -> tuple[tuple[SummarizedTable, ...], int]:
+        """Every served table with the summary earlier scrapes left (None: not summarized yet) and
+        how many are stale, summarizing none: one pointer query per catalog (the dashboard's list)."""
+        with self._lock:
+            return self._summaries(time.monotonic())
+
+    def system_database(self) -> tuple[OptimizerConfig, SystemDatabase] | None:
+        """The optimizer config and its system database (None: no optimizer config, or it does not parse)."""
+        with self._lock:
+            return self._system_database()
+
     def _system_database(self) -> tuple[OptimizerConfig, SystemDatabase] | None:
         if self._db is None and self.optimizer_config.is_file():
             try:

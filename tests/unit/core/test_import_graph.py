@@ -114,7 +114,7 @@ def test_the_package_has_no_import_cycle() -> None:
 
 def test_services_take_the_handle_not_the_facade() -> None:
     """Only the facade's users (the package root, the catalog, the ingest job, the optimizer service, the CLI and
-    its SQL terminal, the PyFlink source and sink) import ``mixed_iceberg.table``; scans, transactions, optimizing
+    its SQL terminal, the operator reports (CLI and dashboard), the PyFlink source and sink) import ``mixed_iceberg.table``; scans, transactions, optimizing
     and maintenance get a handle."""
     facade_users = (
         "mixed_iceberg.catalog",
@@ -122,6 +122,7 @@ def test_services_take_the_handle_not_the_facade() -> None:
         "mixed_iceberg.optimizer",
         "mixed_iceberg.cli",
         "mixed_iceberg.query",
+        "mixed_iceberg.reports",
         "mixed_iceberg.flink",
     )
     graph = import_graph()
