@@ -9,10 +9,12 @@ every log record of the process (:class:`SecretFilter`).
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import re
 import socket
 import sys
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -22,9 +24,23 @@ from mixed_iceberg.service.app import create_app
 from mixed_iceberg.service.catalogs import ServedCatalogs
 from mixed_iceberg.service.settings import ServiceConfig
 
-__all__ = ["SecretFilter", "WorkerApp", "serve"]
+__all__ = ["SecretFilter", "WorkerApp", "serve", "uvicorn_parts"]
 
 log = logging.getLogger(__name__)
+
+
+#: How long uvicorn's supervisor waits for a worker's answer to its health-check ping before it
+#: kills the worker as hung (``workers`` > 1). uvicorn's 5 s killed workers that were only busy
+#: on a loaded machine, and with them the commits they were making.
+WORKER_HEALTHCHECK_S = 60
+
+
+def uvicorn_parts() -> dict[str, Any]:
+    """uvicorn's options for the HTTP parser and event loop: httptools (llhttp, in C) where
+    installed (a declared dependency), asyncio's loop. With h11's pure-Python parser, parsing
+    requests and sending answers took more of serve's time per commit than the catalog's own work
+    (py-spy over ``bench.rest_commit_profile``). Not uvloop: it gained little over httptools alone."""
+    return {"http": "httptools" if importlib.util.find_spec("httptools") is not None else "h11", "loop": "asyncio"}
 
 
 class SecretFilter(logging.Filter):
@@ -101,20 +117,28 @@ def serve(config: ServiceConfig) -> int:
     shown = f"[{host}]" if ":" in host else host
     print(f"mixed-iceberg serve: listening on http://{shown}:{port}", flush=True)
     log.info(
-        "serving %s on http://%s:%d (tokens %s)",
+        "serving %s on http://%s:%d (tokens %s; http %s, loop %s)",
         sorted(catalogs.catalogs),
         shown,
         port,
         "required" if config.auth_required else "off",
+        *uvicorn_parts().values(),
     )
     if config.workers > 1:
         factory = uvicorn.Config(
-            WorkerApp(config), factory=True, workers=config.workers, log_level="warning", access_log=False, lifespan="off"
+            WorkerApp(config),
+            factory=True,
+            workers=config.workers,
+            timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            **uvicorn_parts(),
         )
         Multiprocess(factory, sockets=[sock]).run()
     else:
         app = create_app(config, catalogs)  # workers build their own (WorkerApp)
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", **uvicorn_parts()))
         server.run(sockets=[sock])
     sys.stdout.flush()
     return 0
