@@ -15,6 +15,7 @@ Format v1 metadata (whose snapshots are rewritten on the way out) and pyiceberg'
 
 from __future__ import annotations
 
+import threading
 from itertools import islice
 from typing import Any
 
@@ -78,11 +79,42 @@ class FragmentCache:
 _fragments = FragmentCache()
 
 
+class _Recent:
+    """The JSON of the last few metadata objects, by identity: a commit through ``serve`` writes
+    the metadata file and then answers with the same JSON (``service/routes/tables.py``)."""
+
+    def __init__(self, capacity: int = 8) -> None:
+        self._capacity = capacity
+        self._texts: dict[int, tuple[TableMetadata, str]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, metadata: TableMetadata) -> str | None:
+        found = self._texts.get(id(metadata))
+        return found[1] if found is not None and found[0] is metadata else None
+
+    def put(self, metadata: TableMetadata, text: str) -> None:
+        with self._lock:
+            self._texts[id(metadata)] = (metadata, text)
+            while len(self._texts) > self._capacity:
+                del self._texts[next(iter(self._texts))]
+
+
+_recent = _Recent()
+
+
 def metadata_json(metadata: TableMetadata, fragments: FragmentCache | None = None) -> str:
     """The metadata's JSON, equal to pyiceberg's ``metadata.model_dump_json(exclude_none=True)``."""
     if metadata.format_version == 1:
         return metadata.model_dump_json(exclude_none=True)
-    cache = fragments if fragments is not None else _fragments
+    if fragments is None and (known := _recent.get(metadata)) is not None:
+        return known  # metadata objects are never changed in place (pyiceberg copies on update)
+    text = _serialised(metadata, fragments if fragments is not None else _fragments)
+    if fragments is None:
+        _recent.put(metadata, text)
+    return text
+
+
+def _serialised(metadata: TableMetadata, cache: FragmentCache) -> str:
     head = metadata.model_copy(update={field: [] for field, _ in _LISTS}).model_dump_json(exclude_none=True)
     for field, alias in _LISTS:
         empty = f'"{alias}":[]'

@@ -114,6 +114,19 @@ def test_history_is_serialised_once_per_entry(tmp_path: Path) -> None:
     assert cache.misses - misses == 3  # one new snapshot, one snapshot-log and one metadata-log entry
 
 
+def test_one_metadata_object_is_serialised_once_for_its_file_and_its_answer(tmp_path: Path) -> None:
+    """serve writes a commit's metadata file and answers with the same JSON: the second call for
+    the same (frozen) metadata object returns the text made for the first; an equal copy is
+    serialised on its own and equal."""
+    _, store = _change_store_after(tmp_path, 3)
+    first = metadata_json(store.metadata)
+    assert metadata_json(store.metadata) is first
+    copy = store.metadata.model_copy()
+    again = metadata_json(copy)
+    assert again is not first
+    assert again == first == store.metadata.model_dump_json(exclude_none=True)
+
+
 def test_a_full_fragment_cache_drops_old_entries_and_still_serialises_exactly(tmp_path: Path) -> None:
     table, store = _change_store_after(tmp_path, 6)
     cache = FragmentCache(capacity=8)  # fewer than the history's entries
