@@ -21,16 +21,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from pyiceberg.table.metadata import TableMetadata
+
 from mixed_iceberg.ingest.writer import SUMMARY_PREFIX
+from mixed_iceberg.store.ancestry import ancestors
+from mixed_iceberg.store.commit import COMMIT_WRITER
 
 __all__ = [
     "CommitRecord",
+    "IngestPosition",
     "JobState",
     "PartitionProgress",
     "PartitionState",
     "ProgressReport",
     "commit_record",
     "format_report",
+    "ingest_positions",
     "progress",
 ]
 
@@ -70,6 +76,52 @@ def commit_record(summary: Mapping[str, str], timestamp_ms: int, topic: str) -> 
         freshness_p50_ms=None if p50 is None else float(timestamp_ms - p50),
         freshness_p99_ms=None if p1 is None else float(timestamp_ms - p1),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class IngestPosition:
+    """Where an ingest job stands on one source partition, as the table's newest commit of that
+    partition records it (``serve``'s metrics export it; the lag needs the partition's end offset)."""
+
+    job: str
+    topic: str
+    partition: int
+    next_offset: int
+    commit_ms: int
+    #: The newest commit's event-to-commit latency, p99 of its rows (None: no event times).
+    freshness_p99_ms: float | None
+
+
+def ingest_positions(change_store: TableMetadata | None) -> tuple[IngestPosition, ...]:
+    """The newest ingest commit of every (job, topic, partition) in the ChangeStore's current
+    ancestry, by job, topic and partition. Commits of other writers are passed over."""
+    found: dict[tuple[str, str, int], IngestPosition] = {}
+    if change_store is None:
+        return ()
+    for snapshot in ancestors(change_store):
+        summary = snapshot.summary
+        if summary is None:
+            continue
+        writer, topic = summary.get(COMMIT_WRITER), summary.get(f"{SUMMARY_PREFIX}topic")
+        partition, next_offset = _int(summary, "partition"), _int(summary, "next-offset")
+        if writer is None or topic is None or partition is None or next_offset is None:
+            continue
+        suffix = f"/{topic}/{partition}"
+        if not (writer.startswith("ingest/") and writer.endswith(suffix)):
+            continue
+        job = writer[len("ingest/") : -len(suffix)]
+        if (job, topic, partition) in found:
+            continue
+        record = commit_record(summary, snapshot.timestamp_ms, topic)
+        found[job, topic, partition] = IngestPosition(
+            job=job,
+            topic=topic,
+            partition=partition,
+            next_offset=next_offset,
+            commit_ms=snapshot.timestamp_ms,
+            freshness_p99_ms=record.freshness_p99_ms if record is not None else None,
+        )
+    return tuple(found[key] for key in sorted(found))
 
 
 @dataclass(frozen=True, slots=True)

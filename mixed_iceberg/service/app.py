@@ -89,5 +89,5 @@ def create_app(config: ServiceConfig, catalogs: ServedCatalogs | None = None) ->
     )
     app.state.service = ServiceState(config, catalogs)
     app.state.authority = authority
-    app.state.metrics_collector = MetricsCollector(catalogs)
+    app.state.metrics_collector = MetricsCollector(catalogs, kafka_bootstrap=config.kafka_bootstrap_servers)
     return app

@@ -11,7 +11,7 @@ import ipaddress
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mixed_iceberg.config.files import interpolate, read_yaml, validation_error
 from mixed_iceberg.exceptions import ConfigError
@@ -44,9 +44,16 @@ class ServiceConfig(BaseModel):
     default_catalog: str | None = Field(default=None, alias="default-catalog")
     max_body_bytes: int = Field(default=16 * 1024 * 1024, alias="max-body-bytes", gt=0)
     workers: int = Field(default=1, ge=1, le=64)
+    #: The Kafka cluster of the ingest jobs' source topics: GET /metrics exports their lag.
+    kafka_bootstrap_servers: str | None = Field(default=None, alias="kafka-bootstrap-servers")
     auth: AuthConfig = AuthConfig()
     tokens: frozenset[str] = Field(default=frozenset(), repr=False)
     credentials: dict[str, str] = Field(default_factory=dict, repr=False)
+
+    @field_validator("kafka_bootstrap_servers")
+    @classmethod
+    def _empty_is_none(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
 
     def __repr__(self) -> str:
         return (

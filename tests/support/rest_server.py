@@ -84,6 +84,7 @@ class RestServer:
         credentials: Mapping[str, str] | None = None,
         max_body_bytes: int | None = None,
         workers: int = 1,
+        kafka_bootstrap: str | None = None,
         env: Mapping[str, str] | None = None,
         timeout: float = 60.0,
     ) -> RestServer:
@@ -96,6 +97,8 @@ class RestServer:
             config["max-body-bytes"] = max_body_bytes
         if workers > 1:
             config["workers"] = workers
+        if kafka_bootstrap is not None:
+            config["kafka-bootstrap-servers"] = kafka_bootstrap
         service_yaml = home / "service.yaml"
         service_yaml.write_text(json.dumps(config))
         environment = {**os.environ, **(env or {}), "MIXED_ICEBERG_HOME": str(home)}

@@ -30,6 +30,7 @@ from mixed_iceberg.optimizer.config import OptimizerConfig, load_optimizer_confi
 from mixed_iceberg.optimizer.report import group_queues, idle_optimizers
 from mixed_iceberg.optimizer.sysdb.database import SystemDatabase, now_ms
 from mixed_iceberg.service.catalogs import ServedCatalogs
+from mixed_iceberg.service.prometheus.end_offsets import EndOffsets
 from mixed_iceberg.service.prometheus.families import Scrape, SummarizedTable
 from mixed_iceberg.service.prometheus.summary import TableSummary, summarize
 
@@ -67,9 +68,14 @@ class MetricsCollector:
     """What ``GET /metrics`` reports for ``catalogs``; one per ``serve`` process, thread-safe."""
 
     def __init__(
-        self, catalogs: ServedCatalogs, optimizer_config: Path | None = None, budget_seconds: float = BUDGET_SECONDS
+        self,
+        catalogs: ServedCatalogs,
+        optimizer_config: Path | None = None,
+        budget_seconds: float = BUDGET_SECONDS,
+        kafka_bootstrap: str | None = None,
     ) -> None:
         self.catalogs = catalogs
+        self.end_offsets = EndOffsets(kafka_bootstrap)  # the ingest lag: the source topics' end offsets
         env = os.environ.get("MIXED_ICEBERG_OPTIMIZER_CONFIG")
         self.optimizer_config = optimizer_config or (Path(env) if env else catalogs.path.parent / "optimizer.yaml")
         self.budget_seconds = budget_seconds
@@ -81,10 +87,12 @@ class MetricsCollector:
         """Read everything one exposition needs (blocking I/O: call it off the event loop)."""
         with self._lock:
             tables, stale = self._summaries(time.monotonic() + self.budget_seconds)
+            topics = {p.topic for t in tables if t.summary is not None for p in t.summary.ingest}
+            ends = self.end_offsets.of(topics) if topics else None
             now = now_ms()
             opened = self._system_database()
             if opened is None:
-                return Scrape(now_ms=now, tables=tables, stale=stale)
+                return Scrape(now_ms=now, tables=tables, stale=stale, end_offsets=ends)
             config, db = opened
             try:
                 runtimes = tuple(db.table_stats(window_ms=_WINDOW_MS))
@@ -93,7 +101,7 @@ class MetricsCollector:
                 idle = idle_optimizers(db, config)
             except (SQLAlchemyError, MixedIcebergError) as exc:
                 log.warning("metrics: the system database %s did not answer: %s", db, exc)
-                return Scrape(now_ms=now, tables=tables, stale=stale)
+                return Scrape(now_ms=now, tables=tables, stale=stale, end_offsets=ends)
             return Scrape(
                 now_ms=now,
                 tables=tables,
@@ -102,6 +110,7 @@ class MetricsCollector:
                 process_totals=totals,
                 groups=groups,
                 idle_optimizers=idle,
+                end_offsets=ends,
             )
 
     def known(self) -> tuple[tuple[SummarizedTable, ...], int]:

@@ -29,6 +29,7 @@ __all__ = ["METRICS", "Scrape", "SummarizedTable", "families"]
 _T = ("catalog", "database", "table")
 _TG = ("catalog", "database", "table", "group")
 _G = ("group",)
+_TI = ("catalog", "database", "table", "job", "topic", "partition")
 _A = "amoro_"
 _M = "mixed_iceberg_"
 
@@ -115,6 +116,17 @@ METRICS: dict[str, tuple[tuple[str, ...], str]] = {
     f"{_M}table_optimizing_failures": (_TG, "Consecutive failed optimizing processes or plannings of the table"),
     f"{_M}optimizer_group_failed_tables": (_G, "Tables of the group whose last optimizing or planning failed"),
     f"{_M}optimizer_group_occupation": (_G, "Share of the live executors' time spent on tasks over the last minute"),
+    f"{_M}ingest_next_offset": (_TI, "The next source offset the table holds: the ingest job's newest commit of the partition"),
+    f"{_M}ingest_lag_records": (
+        _TI,
+        "Source offsets past what the table holds (end offset minus next offset; only when serve reaches the "
+        "source's Kafka: kafka-bootstrap-servers in service.yaml)",
+    ),
+    f"{_M}ingest_since_last_commit_mills": (_TI, "Milliseconds since the ingest job's newest commit of the partition"),
+    f"{_M}ingest_freshness_p99_mills": (
+        _TI,
+        "Event-to-commit latency of the newest commit of the partition, p99 of its rows (absent without event times)",
+    ),
     f"{_M}metrics_system_database_up": ((), "1 when the optimizer's system database answered this scrape, else 0"),
     f"{_M}metrics_summaries_stale": ((), "Tables whose summary predates their metadata (the scrape's time budget ran out)"),
 }
@@ -140,6 +152,8 @@ class Scrape:
     process_totals: Mapping[tuple[str, OptimizingType, ProcessStatus], int] | None = None
     groups: Mapping[str, GroupQueue] | None = None  # None: no system database answered
     idle_optimizers: Mapping[str, int] | None = None
+    #: The source topics' end offsets (None: serve reaches no source cluster).
+    end_offsets: Mapping[tuple[str, int], int] | None = None
 
 
 class _Families:
@@ -199,6 +213,20 @@ def _summary_metrics(out: _Families, table: SummarizedTable, now_ms: int) -> Non
         out.add(f"{_M}table_health_targets_missed", tags, sum(1 for c in health.checks if c.state is HealthState.RED))
 
 
+def _ingest_metrics(out: _Families, table: SummarizedTable, scrape: Scrape) -> None:
+    if table.summary is None:
+        return
+    for position in table.summary.ingest:
+        tags = (table.catalog, *_split(table.name), position.job, position.topic, str(position.partition))
+        out.add(f"{_M}ingest_next_offset", tags, position.next_offset)
+        out.add(f"{_M}ingest_since_last_commit_mills", tags, _since(scrape.now_ms, position.commit_ms))
+        if position.freshness_p99_ms is not None:
+            out.add(f"{_M}ingest_freshness_p99_mills", tags, position.freshness_p99_ms)
+        end = (scrape.end_offsets or {}).get((position.topic, position.partition))
+        if end is not None:
+            out.add(f"{_M}ingest_lag_records", tags, max(0, end - position.next_offset))
+
+
 def _optimizing_metrics(
     out: _Families,
     stats: TableRuntimeStats,
@@ -256,6 +284,7 @@ def families(scrape: Scrape) -> Iterator[GaugeMetricFamily]:
     summaries = {(t.catalog, t.name): t.summary for t in scrape.tables}
     for table in scrape.tables:
         _summary_metrics(out, table, scrape.now_ms)
+        _ingest_metrics(out, table, scrape)
     if scrape.groups is not None:
         for stats in scrape.runtimes:
             summary = summaries.get((stats.runtime.catalog, stats.runtime.table_name))

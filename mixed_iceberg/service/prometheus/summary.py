@@ -17,6 +17,7 @@ from pyiceberg.table.metadata import TableMetadata
 from mixed_iceberg.config.health import HealthConfig
 from mixed_iceberg.exceptions import PropertyError
 from mixed_iceberg.handle import TableHandle
+from mixed_iceberg.ingest.progress import IngestPosition, ingest_positions
 from mixed_iceberg.optimizing.collect import OPTIMIZING_TYPE, collect
 from mixed_iceberg.optimizing.health import TableFigures, change_commit_times, figures_of
 
@@ -55,6 +56,8 @@ class TableSummary:
     figures: TableFigures
     #: The table's ``health.*`` targets (None: a property holds a bad value; no state is exported).
     health: HealthConfig | None
+    #: Where each ingest job stands on each source partition (its newest commit of it).
+    ingest: tuple[IngestPosition, ...] = ()
 
     @property
     def total_files(self) -> int:
@@ -119,6 +122,7 @@ def summarize(table: TableHandle) -> TableSummary:
         last_data_commit_ms=max(data_commits, default=None),
         figures=figures_of(collected, table.config.optimizing, change_commits),
         health=_health(table),
+        ingest=ingest_positions(table.change_store.metadata if table.change_store is not None else None),
     )
 
 

@@ -12,7 +12,7 @@ import pyarrow as pa
 from mixed_iceberg.ingest.cdc import CdcFormat, CdcParser
 from mixed_iceberg.ingest.progress import commit_record
 from mixed_iceberg.ingest.writer import PartitionIngestor
-from tests.support.tables import ORDERS_SCHEMA, local_catalog
+from tests.support.tables import ORDERS_SCHEMA, changes, local_catalog
 
 
 def test_a_commit_records_its_dead_letters_and_the_freshness_of_its_valid_event_times(tmp_path: Path) -> None:
@@ -42,3 +42,31 @@ def test_a_commit_records_its_dead_letters_and_the_freshness_of_its_valid_event_
     assert 1000 <= record.freshness_p50_ms - (snapshot.timestamp_ms - now) <= 2000
     assert 1900 <= record.freshness_p99_ms - (snapshot.timestamp_ms - now) <= 2000
     assert ingestor.metrics.event_time_rejected == 2
+
+
+def test_ingest_positions_are_each_partitions_newest_commit_by_job(tmp_path: Path) -> None:
+    """What serve's metrics export (ingest_positions): per job, topic and partition, the next
+    offset of its newest commit; other writers' commits are passed over."""
+    from mixed_iceberg.ingest.progress import ingest_positions
+
+    table = local_catalog(tmp_path).create_table("db.orders", ORDERS_SCHEMA, primary_key=["id"])
+
+    def ingest(job: str, partition: int, ids: range, first_offset: int) -> None:
+        parser = CdcParser(table.arrow_schema(), table.primary_key, CdcFormat.DEBEZIUM_JSON)
+        ingestor = PartitionIngestor(table, parser, job=job, topic="orders", partition=partition)
+        ingestor.open()
+        batch = [json.dumps({"before": None, "after": {"id": i, "qty": 1}, "op": "c", "ts_ms": 0}).encode() for i in ids]
+        ingestor.process(np.arange(first_offset, first_offset + len(batch)), pa.array(batch, pa.binary()))
+
+    ingest("a/b", 0, range(3), 0)  # a job name with a slash still parses
+    ingest("a/b", 1, range(3, 5), 0)
+    ingest("a/b", 0, range(5, 9), 3)
+    with table.new_transaction(("someone", 1)) as txn:  # not an ingest commit
+        txn.write(changes([("+I", 100, "x", 1, 1.0)]))
+    ingest("other", 0, range(9, 10), 0)
+    store = table.change_store
+    assert store is not None
+    store.refresh()
+    found = [(p.job, p.topic, p.partition, p.next_offset, p.freshness_p99_ms) for p in ingest_positions(store.metadata)]
+    assert found == [("a/b", "orders", 0, 7, None), ("a/b", "orders", 1, 2, None), ("other", "orders", 0, 1, None)]
+    assert ingest_positions(None) == ()
