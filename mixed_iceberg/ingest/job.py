@@ -138,7 +138,12 @@ def main(argv: list[str] | None = None) -> int:
         env.execute(config.job_name)
         return 0
     probe = TableProbe(config)
-    probe.state()  # the commits before the job are not counted
+    try:
+        probe.state()  # the commits before the job are not counted
+    except MixedIcebergError as exc:  # the source's Kafka went away since prepare(): one line
+        probe.close()
+        print(f"ingest job: {exc}", file=sys.stderr)
+        return 1
     url = rest_url({**settings, **config.flink})
     client = env.execute_async(config.job_name)
     try:

@@ -14,8 +14,15 @@ __all__ = ["ensure_partitions", "ensure_topic", "partition_count"]
 
 
 def partition_count(transport: KafkaTransport, topic: str) -> int:
-    """How many partitions ``topic`` has (0 when it does not exist)."""
-    metadata = transport.admin().list_topics(topic, timeout=transport.timeout).topics.get(topic)
+    """How many partitions ``topic`` has (0 when it does not exist).
+
+    Raises:
+        LogStoreError: the cluster did not answer within the transport's timeout.
+    """
+    try:
+        metadata = transport.admin().list_topics(topic, timeout=transport.timeout).topics.get(topic)
+    except KafkaException as exc:
+        raise LogStoreError(f"Kafka at {transport.bootstrap} did not list topic {topic}: {exc}") from exc
     if metadata is None or metadata.error is not None:
         return 0
     return len(metadata.partitions)

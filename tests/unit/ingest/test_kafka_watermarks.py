@@ -47,3 +47,17 @@ def test_an_error_retrying_cannot_mend_is_a_logstore_error_at_once() -> None:
     with pytest.raises(LogStoreError, match=r"offsets of t \[3\]"):
         watermark(_transport(), consumer, TopicPartition("t", 3))  # type: ignore[arg-type]
     assert consumer.calls == 1
+
+
+def test_a_cluster_that_does_not_answer_is_a_logstore_error_naming_it() -> None:
+    """Counting a topic's partitions (the first thing the ingest client and serve's lag metric
+    ask) on a cluster that is not there: a LogStoreError naming the address, not confluent_kafka's
+    KafkaException (which printed a traceback from the ingest client)."""
+    from mixed_iceberg.logstore.kafka.topics import partition_count
+
+    transport = KafkaTransport("127.0.0.1:9", RetryPolicy(timeout=1.0))
+    try:
+        with pytest.raises(LogStoreError, match=r"Kafka at 127\.0\.0\.1:9 did not list topic orders"):
+            partition_count(transport, "orders")
+    finally:
+        transport.close()
