@@ -4,7 +4,8 @@
 
     MixedIcebergError
     ├── ConfigError                 catalogs.yaml / optimizer.yaml / ingest.yaml / keyword overrides are wrong
-    │   └── UnsupportedColumnTypeError  a column type Iceberg v2 (or the ingest job's CDC format) cannot hold exactly
+    │   ├── UnsupportedColumnTypeError  a column type Iceberg v2 (or the ingest job's CDC format) cannot hold exactly
+    │   └── JdkNotFoundError        a jar this project builds from java/ (javac) is needed and no JDK is installed
     ├── PropertyError               a table property is unknown or has a bad value
     ├── InvalidSchemaError          create_table: a reserved column name, a key type that cannot be hashed
     ├── InvalidFilterError          a row filter does not parse or names a column the table lacks
@@ -57,6 +58,7 @@ __all__ = [
     "InvalidIdentifierError",
     "InvalidScanError",
     "InvalidSchemaError",
+    "JdkNotFoundError",
     "LogStoreError",
     "MissingFileError",
     "MissingKeyError",
@@ -112,6 +114,12 @@ class UnsupportedColumnTypeError(ConfigError):
     than UTC: :mod:`mixed_iceberg.arrow_types`); for the ingest job, a type its source format
     cannot carry (for Debezium JSON, one no Debezium encoding maps to, such as decimal256 or a
     map). Raised before anything is created."""
+
+
+class JdkNotFoundError(ConfigError):
+    """A jar this project builds from its Java sources on first use (``java/``, such as the Flink
+    changelog format of :mod:`mixed_iceberg.flink`) is needed, and no ``javac`` is on ``PATH`` or
+    under ``JAVA_HOME``: install a JDK 17 (``apt-get install openjdk-17-jdk-headless``)."""
 
 
 class PropertyError(MixedIcebergError):

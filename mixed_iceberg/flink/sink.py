@@ -47,6 +47,7 @@ from pyflink.table import Schema, StreamTableEnvironment, Table, TableDescriptor
 
 from mixed_iceberg.catalog import load_catalog
 from mixed_iceberg.exceptions import ConfigError, InvalidIdentifierError, MixedIcebergError, NotKeyedTableError
+from mixed_iceberg.flink.format_jar import format_jar
 from mixed_iceberg.flink.schema import check_sink_schema
 from mixed_iceberg.flink_client import LOCAL_CLUSTER_DEFAULTS, prepare_flink_client
 from mixed_iceberg.flink_job import TERMINAL, JobClient, ended_because, job_status
@@ -59,9 +60,6 @@ __all__ = ["ChangelogSink", "SinkOptions", "format_jar", "latest_checkpoint", "s
 
 log = logging.getLogger(__name__)
 
-_ROOT = Path(__file__).resolve().parents[2]
-#: Built by ``scripts/jars/changelog-format.sh``; ``MIXED_ICEBERG_FLINK_FORMAT_JAR`` names another.
-FORMAT_JAR = _ROOT / ".jars" / "flink-format" / "mixed-iceberg-changelog-format.jar"
 _FORMAT = "mixed-iceberg-changelog-json"
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 #: The sink's own planner settings, set only while its INSERT is translated: a keyed shuffle in
@@ -108,19 +106,6 @@ class SinkOptions:
             raise ConfigError(f"commit_interval: expected at least 100 ms, found {self.commit_interval}")
         if self.partitions < 1:
             raise ConfigError(f"partitions: expected a positive count, found {self.partitions}")
-
-
-def format_jar() -> Path:
-    """The ``mixed-iceberg-changelog-json`` format's jar.
-
-    Raises:
-        ConfigError: it is not built (``bash scripts/jars/changelog-format.sh`` builds it).
-    """
-    listed = os.environ.get("MIXED_ICEBERG_FLINK_FORMAT_JAR")
-    jar = Path(listed) if listed else FORMAT_JAR
-    if not jar.is_file():
-        raise ConfigError(f"no changelog format jar at {jar}: run `bash scripts/jars/changelog-format.sh`")
-    return jar.resolve()
 
 
 def latest_checkpoint(directory: Path) -> Path | None:
@@ -236,7 +221,9 @@ def sink(
         NotKeyedTableError: the table has no primary key.
         SchemaMismatchError: a Flink column is not a table column or its type does not fit
             (naming the column), or a key column is missing.
-        ConfigError: bad options, or a jar is missing.
+        ConfigError: bad options, or a jar is missing (the changelog format's is built on
+            first use: :mod:`mixed_iceberg.flink.format_jar`).
+        JdkNotFoundError: the format's jar must be built and no JDK is installed.
     """
     options = options or SinkOptions()
     catalog_name, identifier = _split(table)

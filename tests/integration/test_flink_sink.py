@@ -56,17 +56,8 @@ SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("n", pa.
 SUMS = {"merge-engine": "aggregation", "fields.n.aggregate-function": "sum", "fields.s.aggregate-function": "sum"}
 
 
-@pytest.fixture(scope="module")
-def format_jar() -> Path:
-    """The staging topic's format (built with javac against the venv's PyFlink; cached)."""
-    built = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "jars" / "changelog-format.sh")], check=True, capture_output=True, text=True, timeout=300
-    )
-    return Path(built.stdout.strip())
-
-
 @pytest.fixture
-def catalog(tmp_path: Path, kafka_bootstrap: str, format_jar: Path) -> Iterator[MixedCatalog]:
+def catalog(tmp_path: Path, kafka_bootstrap: str) -> Iterator[MixedCatalog]:
     with exported("MIXED_ICEBERG_WAREHOUSE_DIR", str(tmp_path / "warehouse")):
         catalog = load_catalog("local")
         catalog.create_namespace("it")

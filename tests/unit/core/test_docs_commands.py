@@ -120,7 +120,6 @@ RUN_BY: list[tuple[str, str | None, str]] = [
     (r"bash scripts/services/connect\.sh (start|stop)", "tests/integration/test_debezium_postgres.py::connect_url", ""),
     (r"bash scripts/services/flink\.sh (start|stop)", "tests/integration/test_flink_cluster_ingest.py::flink_rest", ""),
     (r"bash scripts/jars/loopback-agent\.sh", "tests/integration/test_loopback_agent.py::agent", ""),
-    (r"bash scripts/jars/changelog-format\.sh", "tests/integration/test_flink_sink.py::format_jar", ""),
     (r"bash scripts/jars/rest\.sh", "tests/conftest.py::iceberg_rest_reference", ""),
     (
         r"bash scripts/services/flink\.sh (run -py .*|cli list)",
