@@ -26,6 +26,7 @@ PINNED = [
     "InvalidIdentifierError",
     "InvalidScanError",
     "InvalidSchemaError",
+    "JdkNotFoundError",
     "LogStoreError",
     "MissingFileError",
     "MissingKeyError",
