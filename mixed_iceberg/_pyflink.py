@@ -11,6 +11,13 @@ offset). :func:`table_from_arrow` takes Arrow record batches straight to the sam
 
 Needs removing when PyFlink offers ``from_arrow`` (no upstream issue known; PyFlink 2.2.1 has
 none). Checked against the PyFlink version below at import.
+
+:func:`column_types` mends a loss in PyFlink's own type conversion: its ``_from_java_data_type``
+(what ``Table.get_schema()`` and ``get_resolved_schema()`` use) turns every Java ``TIMESTAMP(p)``
+into a Python ``TIMESTAMP(3)`` and every ``TIMESTAMP_LTZ(p)`` into ``TIMESTAMP_LTZ(6)``. A sink
+table declared from those types truncates each ``TIMESTAMP(6)`` value to milliseconds without a
+word (found by tests/integration/test_flink_sql.py); :func:`column_types` takes the precisions
+from the Java types instead.
 """
 
 from __future__ import annotations
@@ -24,10 +31,19 @@ import pyarrow as pa
 from pyflink import version as _pyflink_version
 from pyflink.java_gateway import get_gateway
 from pyflink.table import Table, TableEnvironment
-from pyflink.table.types import RowType, _to_java_data_type, create_arrow_schema
+from pyflink.table.types import (
+    ArrayType,
+    DataType,
+    DataTypes,
+    MapType,
+    RowType,
+    _from_java_data_type,
+    _to_java_data_type,
+    create_arrow_schema,
+)
 from pyflink.util.java_utils import load_java_class
 
-__all__ = ["SUPPORTED_PYFLINK", "arrow_schema", "table_from_arrow"]
+__all__ = ["SUPPORTED_PYFLINK", "arrow_schema", "column_types", "table_from_arrow"]
 
 #: The PyFlink whose private names this module uses (pyproject.toml pins the same).
 SUPPORTED_PYFLINK = "2.2.1"
@@ -61,3 +77,33 @@ def table_from_arrow(t_env: TableEnvironment, row_type: RowType, batches: Iterab
         if os.path.exists(path):
             os.unlink(path)
         os.rmdir(directory)
+
+
+def column_types(table: Table) -> tuple[list[str], list[DataType]]:
+    """The names and types of ``table``'s resolved columns, every timestamp with its precision
+    (module docstring: PyFlink's own conversion loses it)."""
+    columns = table._j_table.getResolvedSchema().getColumns()
+    names = [str(column.getName()) for column in columns]
+    types = [_exact(_from_java_data_type(column.getDataType()), column.getDataType().getLogicalType()) for column in columns]
+    return names, types
+
+
+def _exact(kind: DataType, logical: Any) -> DataType:
+    """``kind`` (PyFlink's conversion of the Java ``logical`` type) with the Java type's timestamp
+    precisions, at every level."""
+    java = str(logical.getClass().getSimpleName())
+    nullable = bool(logical.isNullable())
+    if java == "TimestampType":
+        return DataTypes.TIMESTAMP(int(logical.getPrecision()), nullable)
+    if java == "LocalZonedTimestampType":
+        return DataTypes.TIMESTAMP_LTZ(int(logical.getPrecision()), nullable)
+    if isinstance(kind, ArrayType):
+        return DataTypes.ARRAY(_exact(kind.element_type, logical.getElementType()), nullable)
+    if isinstance(kind, MapType):
+        return DataTypes.MAP(
+            _exact(kind.key_type, logical.getKeyType()), _exact(kind.value_type, logical.getValueType()), nullable
+        )
+    if isinstance(kind, RowType):
+        fields = [DataTypes.FIELD(f.name, _exact(f.data_type, logical.getTypeAt(i))) for i, f in enumerate(kind.fields)]
+        return DataTypes.ROW(fields, nullable)
+    return kind

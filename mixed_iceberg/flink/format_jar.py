@@ -4,9 +4,10 @@ first use and cached.
 The sink's staging topic (and the changelog source) need this small Java format in Flink's class
 path. Nothing is downloaded: ``javac`` compiles the sources against the Flink jars of the PyFlink
 this process imports (always the Flink the job runs on) and the classes are zipped into
-``<jars>/flink-format/mixed-iceberg-changelog-format.jar``. A stamp beside the jar holds a hash of
-the sources and of PyFlink's jar names; a jar whose stamp matches is used as it is, any other is
-rebuilt (under a file lock, so concurrent clients build it once). Where no JDK is installed the
+``<jars>/flink-format/mixed-iceberg-changelog-format-<hash>.jar``, named by a hash of the sources
+and of PyFlink's jar names: a jar of that name is used as it is, and a change of either builds a
+new one (under a file lock, so concurrent clients build it once) while clients of the old sources
+keep theirs. Where no JDK is installed the
 build raises :class:`~mixed_iceberg.exceptions.JdkNotFoundError`.
 """
 
@@ -25,14 +26,15 @@ from pathlib import Path
 
 from mixed_iceberg.exceptions import ConfigError, JdkNotFoundError
 
-__all__ = ["JAR_NAME", "SOURCES", "build_format_jar", "format_jar", "jdk_compiler", "pyflink_home"]
+__all__ = ["JAR_PREFIX", "SOURCES", "build_format_jar", "format_jar", "jdk_compiler", "pyflink_home"]
 
 log = logging.getLogger(__name__)
 
 _ROOT = Path(__file__).resolve().parents[2]
 #: The format's Java sources (``src/main/java``) and service registration (``src/main/resources``).
 SOURCES = _ROOT / "java" / "changelog-format"
-JAR_NAME = "mixed-iceberg-changelog-format.jar"
+#: The jar's name, before its hash.
+JAR_PREFIX = "mixed-iceberg-changelog-format"
 #: ``javac``'s target: the JDK Flink 2.2 runs on.
 _RELEASE = "17"
 _OVERRIDE = "MIXED_ICEBERG_FLINK_FORMAT_JAR"
@@ -77,8 +79,8 @@ def _fingerprint(sources: Path, flink: Path) -> str:
 
 
 def build_format_jar(out_dir: Path, *, sources: Path = SOURCES, flink: Path | None = None) -> Path:
-    """The format's jar in ``out_dir``, compiled from ``sources`` unless the cached one's stamp
-    matches them (and ``flink``'s jars: default the installed PyFlink's).
+    """The format's jar in ``out_dir``, compiled from ``sources`` unless a jar built from the same
+    sources and ``flink``'s jars (default: the installed PyFlink's) is there.
 
     Raises:
         JdkNotFoundError: it must be built and no JDK is installed.
@@ -89,27 +91,20 @@ def build_format_jar(out_dir: Path, *, sources: Path = SOURCES, flink: Path | No
         raise ConfigError(
             f"no changelog format sources at {sources}: expected a checkout of this project (java/changelog-format)"
         )
-    jar = out_dir / JAR_NAME
-    stamp = out_dir / f"{JAR_NAME}.fingerprint"
-    want = _fingerprint(sources, flink)
-
-    def current() -> bool:
-        return jar.is_file() and stamp.is_file() and stamp.read_text().strip() == want
-
-    if current():
+    jar = out_dir / f"{JAR_PREFIX}-{_fingerprint(sources, flink)[:16]}.jar"
+    if jar.is_file():
         return jar
     out_dir.mkdir(parents=True, exist_ok=True)
     with (out_dir / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not current():
+        if not jar.is_file():
             _compile(jdk_compiler(), sources, flink, jar)
-            stamp.write_text(want + "\n")
             log.info("built %s from %s", jar, sources)
     return jar
 
 
 def _compile(javac: Path, sources: Path, flink: Path, jar: Path) -> None:
-    """``javac`` into a scratch directory beside ``jar``, zipped, then moved onto ``jar`` at once."""
+    """``javac`` into a scratch directory beside ``jar``, zipped, then renamed to ``jar`` at once."""
     with tempfile.TemporaryDirectory(prefix="build.", dir=jar.parent) as scratch:
         classes = Path(scratch) / "classes"
         classes.mkdir()
@@ -120,7 +115,7 @@ def _compile(javac: Path, sources: Path, flink: Path, jar: Path) -> None:
         if done.returncode != 0:
             raise ConfigError(f"javac failed building {sources} (exit {done.returncode}):\n{done.stderr[-4000:]}")
         resources = sources / "src" / "main" / "resources"
-        built = Path(scratch) / JAR_NAME
+        built = Path(scratch) / jar.name
         with zipfile.ZipFile(built, "w", zipfile.ZIP_DEFLATED) as archive:
             archive.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\r\nCreated-By: mixed-iceberg\r\n\r\n")
             for root in (classes, resources):

@@ -45,6 +45,7 @@ from pyflink.common import Configuration
 from pyflink.datastream import CheckpointingMode, DataStream, StreamExecutionEnvironment
 from pyflink.table import Schema, StreamTableEnvironment, Table, TableDescriptor
 
+from mixed_iceberg._pyflink import column_types
 from mixed_iceberg.catalog import load_catalog
 from mixed_iceberg.exceptions import ConfigError, InvalidIdentifierError, MixedIcebergError, NotKeyedTableError
 from mixed_iceberg.flink.format_jar import format_jar
@@ -233,8 +234,9 @@ def sink(
     if not keys:
         raise NotKeyedTableError(f"{table}: the sink writes keyed tables only; expected a primary key, found none")
     changelog = t_env.from_changelog_stream(source) if isinstance(source, DataStream) else source
-    schema = changelog.get_resolved_schema()
-    names, types = list(schema.get_column_names()), list(schema.get_column_data_types())
+    # Not get_resolved_schema(): PyFlink's conversion makes every TIMESTAMP a TIMESTAMP(3), and
+    # the staging table declared from it would truncate the values (mixed_iceberg._pyflink).
+    names, types = column_types(changelog)
     check_sink_schema(names, types, target.arrow_schema(), keys, table=table)
 
     name = options.name or identifier

@@ -36,12 +36,15 @@ def test_the_sink_builds_the_jar_on_first_use_then_reuses_it(
     monkeypatch.setenv("MIXED_ICEBERG_JARS_DIR", str(tmp_path / "jars"))  # a fresh machine: nothing built
 
     jar = format_jar()
-    assert jar == (tmp_path / "jars" / "flink-format" / builder.JAR_NAME).resolve()
+    assert jar.parent == (tmp_path / "jars" / "flink-format").resolve()
+    assert jar.name.startswith(builder.JAR_PREFIX)
     with zipfile.ZipFile(jar) as archive:
         names = set(archive.namelist())
         factories = archive.read("META-INF/services/org.apache.flink.table.factories.Factory").decode()
     assert "mixediceberg/flink/ChangelogJsonSerializationSchema.class" in names
+    assert "mixediceberg/flink/LogStoreDeserializationSchema.class" in names
     assert "mixediceberg.flink.ChangelogJsonFormatFactory" in factories
+    assert "mixediceberg.flink.LogStoreFormatFactory" in factories
 
     built = jar.stat().st_mtime_ns
 
@@ -69,17 +72,22 @@ def test_a_changed_source_or_flink_rebuilds_it(builder: ModuleType, tmp_path: Pa
     monkeypatch.setattr(builder, "jdk_compiler", lambda: Path("/usr/bin/javac"))
     out = tmp_path / "out"
 
-    def build() -> bytes:
-        return builder.build_format_jar(out, sources=sources, flink=flink).read_bytes()
+    def build() -> tuple[str, bytes]:
+        jar = builder.build_format_jar(out, sources=sources, flink=flink)
+        return jar.name, jar.read_bytes()
 
-    assert build() == b"jar 1"
-    assert build() == b"jar 1"  # cached
+    first = build()
+    assert first[1] == b"jar 1"
+    assert build() == first  # cached
     java = next(sources.rglob("ChangelogJsonSerializationSchema.java"))
     java.write_text(java.read_text() + "\n// changed\n")
-    assert build() == b"jar 2"
+    second = build()
+    assert second[1] == b"jar 2"
+    assert second[0] != first[0]  # a jar of its own: clients of the old sources keep theirs
+    assert (out / first[0]).read_bytes() == b"jar 1"
     (flink / "lib" / "flink-dist-2.2.1.jar").rename(flink / "lib" / "flink-dist-2.3.0.jar")
-    assert build() == b"jar 3"
-    assert build() == b"jar 3"
+    assert build()[1] == b"jar 3"
+    assert build()[1] == b"jar 3"
 
 
 def test_no_jdk_is_one_clear_error(builder: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,7 +98,7 @@ def test_no_jdk_is_one_clear_error(builder: ModuleType, tmp_path: Path, monkeypa
     with pytest.raises(JdkNotFoundError, match="needs a JDK 17: no javac") as raised:
         builder.format_jar()
     assert isinstance(raised.value, MixedIcebergError)
-    assert not (tmp_path / "jars" / "flink-format" / builder.JAR_NAME).exists()
+    assert not list((tmp_path / "jars").rglob("*.jar"))
 
 
 def test_a_named_jar_is_used_as_it_is(builder: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
