@@ -23,6 +23,14 @@ PY="$VENV/bin/python"
 # services started by hand, or leased by another live session, are left alone.
 trap '"$PY" -m tests.support.services reap || true' EXIT
 
+# A full disk fails the services and hundreds of tests at set-up, each with its own message: say it
+# once, first (a CI run failed so when uv's cache had filled the disk).
+free_kb="$(df -Pk . | awk 'NR == 2 {print $4}')"
+if [[ -n "$free_kb" ]] && ((free_kb < 4 * 1024 * 1024)); then
+    echo "test.sh: WARNING: only $((free_kb / 1024)) MiB free on $(df -P . | awk 'NR == 2 {print $6}'); the suite needs about 4 GiB" \
+        "(PostgreSQL, SeaweedFS, Kafka, Flink, test tables; 'uv cache prune' frees uv's unused cache)" >&2
+fi
+
 failed=()
 step() {
     local name="$1"
