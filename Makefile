@@ -14,6 +14,9 @@ $(STAMP): pyproject.toml requirements/overrides.txt
 	# no run ever writes them, so every process (each Flink Python worker too) compiled pyflink,
 	# beam, pandas and pyiceberg again: 5.3 s of CPU per import of the job's modules, 2.0 s compiled.
 	$(UV) pip install --python $(PY) --compile-bytecode -e '.[flink,kafka,dev]' --override requirements/overrides.txt
+	# pyspark 3.5 is an sdist that uv builds again for each new venv (about 1 GB each in its cache,
+	# never reused here): the cache reached 70 GB and filled the disk. Prune what no venv uses.
+	$(UV) cache prune --quiet || true
 	touch $(STAMP)
 
 install: $(STAMP)
