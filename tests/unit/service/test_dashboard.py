@@ -21,7 +21,7 @@ from starlette.testclient import TestClient
 from mixed_iceberg.cli.status import status_report
 from mixed_iceberg.optimizer.config import load_optimizer_config
 from mixed_iceberg.optimizer.service import OptimizerService
-from mixed_iceberg.optimizer.sysdb.database import SystemDatabase
+from mixed_iceberg.optimizer.sysdb.database import SystemDatabase, TableStatus
 from mixed_iceberg.reports import describe_report
 from mixed_iceberg.service import create_app
 from mixed_iceberg.service.prometheus.summary import summarize
@@ -31,6 +31,12 @@ from tests.support.rest_server import write_catalogs
 
 API = "/api/v1/dashboard"
 ACTION = {"X-Requested-By": "mixed-iceberg-dashboard"}
+
+
+def _settled(db: SystemDatabase, table_id: str) -> bool:
+    """Optimized once and in no process (the optimizer stops with nothing in flight)."""
+    runtime = db.table(table_id)
+    return successes(db, table_id) >= 1 and runtime is not None and runtime.status is TableStatus.IDLE
 
 
 @pytest.fixture
@@ -43,7 +49,10 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> OptimizerSetup:
     found.table("quiet", commits=2)
     with OptimizerService(load_optimizer_config(found.config_path), "default", threads=1, container="local"):
         db = SystemDatabase(found.system_db)
-        wait_for(lambda: successes(db, "local.db.orders") >= 1, "orders optimized once")
+        wait_for(
+            lambda: all(_settled(db, f"local.db.{t}") for t in ("orders", "quiet")),
+            "both tables optimized once, neither in a process",
+        )
     # a group whose optimizer served a table, then went away
     db.sync_tables("lonely", [("local.db.quiet", "local", "db.quiet", 0.5)])
     db.dispose()
