@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.support.browser import chromium
 from tests.support.iceberg_rest_reference import ReferenceServer, reference_server
 from tests.support.rest_server import rest_server
 from tests.support.services import KAFKA, POSTGRES, SEAWEEDFS, S3Endpoint, exported, s3_endpoint_from
@@ -23,7 +24,7 @@ from tests.support.spark import shutdown, spark_base
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["rest_server"]  # session-wide: one serve process for every module that asks for it
+__all__ = ["chromium", "rest_server"]  # session-wide: one serve process, one browser, for every module that asks
 
 #: Each test once across scripts/test.sh's two venvs (--record-passed, --skip-passed).
 pytest_plugins = ["tests.support.run_once"]

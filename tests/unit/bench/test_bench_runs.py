@@ -104,3 +104,19 @@ def test_metrics_scrape_quick_run_checks_every_scrape_and_reports_each_figure(tm
     assert run["config"]["tables"] == 10
     assert all(value is not None for value in figures.values()), figures
     assert figures["tables left stale by the 5 s budget"] == 0
+
+
+def test_dashboard_list_quick_run_lists_every_table_with_its_figures(tmp_path: Path) -> None:
+    """``python -m bench.dashboard_list --quick`` on 20 tables: the list answers every table
+    (the bench checks each row's figures) and each figure stands beside loading every table."""
+    output = tmp_path / "dashboard_list.json"
+    command = [sys.executable, "-m", "bench.dashboard_list", "--quick", "--tables", "20", "--repeat", "2"]
+    command += ["--output", str(output)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = json.loads(output.read_text())
+    assert run["bench"] == "dashboard_list"
+    assert run["config"]["tables"] == 20
+    figures = {figure["name"]: figure for figure in run["figures"]}
+    assert figures["list, every table: best"]["value"] is not None
+    assert figures["list, every table: best"]["baseline"] is not None

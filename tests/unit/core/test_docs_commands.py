@@ -121,6 +121,12 @@ RUN_BY: list[tuple[str, str | None, str]] = [
     (r"bash scripts/services/flink\.sh (start|stop)", "tests/integration/test_flink_cluster_ingest.py::flink_rest", ""),
     (r"bash scripts/jars/loopback-agent\.sh", "tests/integration/test_loopback_agent.py::agent", ""),
     (r"bash scripts/jars/rest\.sh", "tests/conftest.py::iceberg_rest_reference", ""),
+    (r"bash scripts/browser\.sh", "tests/support/browser.py::chromium_path", ""),
+    (
+        r"(?:\.venv/bin/)?python -m bench\.dashboard_list( --quick)?",
+        "tests/unit/bench/test_bench_runs.py::test_dashboard_list_quick_run_lists_every_table_with_its_figures",
+        "",
+    ),
     (
         r"bash scripts/services/flink\.sh (run -py .*|cli list)",
         "tests/integration/test_flink_cluster_ingest.py::test_flink_run_on_a_session_cluster_ingests_exactly_once",

@@ -192,7 +192,7 @@ function actionsPanel(d, status) {
   const cat = d.catalog, name = d.table;
   const after = async (promise) => {
     try { const r = await promise; toast(r.message); show(); }
-    catch (e) { if (e instanceof AuthNeeded) return needToken(); toast(e.message, true); }
+    catch (e) { if (e instanceof AuthNeeded) return needToken(); toast(e.message, true); show(); } // a refused action is recorded too
   };
   const type = h("select", { name: "type" }, ["minor", "major", "full"].map(t => h("option", { value: t }, t)));
   const key = h("input", { name: "key", value: "self-optimizing.", size: 36 });
