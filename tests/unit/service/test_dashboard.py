@@ -11,6 +11,7 @@ token when tokens are configured, the page does not.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,10 +25,12 @@ from mixed_iceberg.optimizer.service import OptimizerService
 from mixed_iceberg.optimizer.sysdb.database import SystemDatabase, TableStatus
 from mixed_iceberg.reports import describe_report
 from mixed_iceberg.service import create_app
+from mixed_iceberg.service.dashboard.routes import STATIC
 from mixed_iceberg.service.prometheus.summary import summarize
 from mixed_iceberg.service.settings import ServiceConfig
 from tests.support.optimizer import OptimizerSetup, successes, wait_for
 from tests.support.rest_server import write_catalogs
+from tests.support.services import ROOT
 
 API = "/api/v1/dashboard"
 ACTION = {"X-Requested-By": "mixed-iceberg-dashboard"}
@@ -219,3 +222,17 @@ def test_with_tokens_the_api_needs_one_and_the_page_does_not(setup: OptimizerSet
             == 401
         )
         assert client.get(f"{API}/overview", headers={"Authorization": "Bearer s3cr3t"}).status_code == 200
+
+
+def test_every_asset_the_page_loads_ships_in_the_wheel() -> None:
+    """pyproject's package-data globs cover each file the page names (no CDN: only our own paths)."""
+    globs = re.search(r'"mixed_iceberg.service.dashboard" = \[(.*?)\]', (ROOT / "pyproject.toml").read_text())
+    assert globs is not None
+    patterns = [g.strip().strip('"') for g in globs.group(1).split(",")]
+    html = (Path(STATIC) / "index.html").read_text()
+    assets = re.findall(r'(?:src|href)="([^"#]+)"', html)
+    assert assets == ["/dashboard/static/style.css", "/dashboard/static/app.js"]
+    for asset in assets:
+        name = asset.rsplit("/", 1)[1]
+        assert (Path(STATIC) / name).is_file()
+        assert any(Path("static", name).match(p) for p in patterns), name
