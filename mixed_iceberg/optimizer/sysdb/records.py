@@ -25,6 +25,7 @@ __all__ = [
     "ProcessRecord",
     "TableRuntime",
     "TableRuntimeStats",
+    "TableState",
     "TaskRecord",
     "now_ms",
     "record",
@@ -194,6 +195,19 @@ class TableRuntimeStats:
     processes_succeeded: int  # ended within the window
     processes_failed: int
     last_process: ProcessRecord | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TableState:
+    """What a list of thousands of tables shows of each one's runtime (the dashboard's table list):
+    a few columns of ``table_runtime``, read in one query."""
+
+    table_id: str
+    group_name: str
+    status: TableStatus
+    last_optimized_ms: int | None  # the newest successful optimizing of any type (None: never)
+    failures: int
+    last_error: str | None
 
 
 R = TypeVar("R")

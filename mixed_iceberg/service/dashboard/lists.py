@@ -35,8 +35,7 @@ def table_rows(known: Known, now_ms: int) -> list[dict[str, Any]]:
     """One row per served table, sorted by catalog and name."""
     rows = []
     for t in known.tables:
-        stats = known.runtimes.get(f"{t.catalog}.{t.name}")
-        runtime = stats.runtime if stats else None
+        runtime = known.runtimes.get(f"{t.catalog}.{t.name}")
         s = t.summary
         health = judge(s.figures, s.health, now_ms=now_ms) if s is not None and s.health is not None else None
         rows.append(
@@ -54,11 +53,9 @@ def table_rows(known: Known, now_ms: int) -> list[dict[str, Any]]:
                 "avg_file_size": (s.data_files_size // s.data_files if s.data_files else 0) if s else None,
                 "health_score": health.score if health else None,
                 "health_state": health.state.value if health else None,
-                "last_optimized_ms": (runtime.last_optimized_ms or None) if runtime else None,
+                "last_optimized_ms": runtime.last_optimized_ms if runtime else None,
                 "failures": runtime.failures if runtime else 0,
                 "last_error": runtime.last_error if runtime else None,
-                "tasks_running": stats.tasks_running if stats else 0,
-                "tasks_waiting": stats.tasks_waiting if stats else 0,
             }
         )
     return rows

@@ -20,7 +20,7 @@ from mixed_iceberg.exceptions import MixedIcebergError
 from mixed_iceberg.optimizer.config import OptimizerConfig
 from mixed_iceberg.optimizer.report import group_queues, idle_optimizers
 from mixed_iceberg.optimizer.sysdb.database import SystemDatabase
-from mixed_iceberg.optimizer.sysdb.records import GroupQueue, TableRuntimeStats
+from mixed_iceberg.optimizer.sysdb.records import GroupQueue, TableState
 from mixed_iceberg.service.prometheus.collector import MetricsCollector
 from mixed_iceberg.service.prometheus.families import SummarizedTable
 
@@ -39,7 +39,7 @@ class Known:
     tables: tuple[SummarizedTable, ...]
     stale: int
     #: Per table id (``catalog.db.table``), its runtime in its group (absent: no optimizer serves it).
-    runtimes: dict[str, TableRuntimeStats]
+    runtimes: dict[str, TableState]
     groups: dict[str, GroupQueue]
     idle: dict[str, int]
     #: The system database answered (False: none configured, or it failed; ``error`` says which).
@@ -68,7 +68,7 @@ class Source:
             return Known(tables, stale, {}, {}, {}, False, "no optimizer config beside the catalogs file")
         config, db = opened
         try:
-            runtimes = {s.runtime.table_id: s for s in db.table_stats(window_ms=WINDOW_MS)}
+            runtimes = {s.table_id: s for s in db.table_states()}
             groups = group_queues(db, config, window_ms=WINDOW_MS)
             idle = idle_optimizers(db, config)
         except (SQLAlchemyError, MixedIcebergError) as exc:

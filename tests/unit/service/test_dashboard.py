@@ -107,7 +107,11 @@ def test_overview_and_list_show_the_metrics_figures_and_the_health_status_report
         )
         assert row["health_score"] == status_report("local", f"db.{name}")["health"]["score"]
     assert (rows["db.orders"]["group"], rows["db.orders"]["status"]) == ("default", "idle")
-    assert rows["db.orders"]["last_optimized_ms"] is not None
+    db = SystemDatabase(setup.system_db)
+    runtime = db.table("local.db.orders")
+    db.dispose()
+    assert runtime is not None
+    assert rows["db.orders"]["last_optimized_ms"] == runtime.last_optimized_ms > 0
     assert rows["db.quiet"]["group"] == "lonely"
     assert overview["status"] == {"idle": 2}
     assert [w for w in overview["warnings"] if "group lonely" in w and "no live optimizer" in w]
