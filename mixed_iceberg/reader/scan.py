@@ -23,21 +23,23 @@ from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.table import FileScanTask, Table
 from pyiceberg.table.snapshots import Snapshot
+from pyiceberg.types import IcebergType
 
 from mixed_iceberg._pyiceberg.arrow_filters import arrow_filter
 from mixed_iceberg._pyiceberg.scan import ScanEvaluators
 from mixed_iceberg.basestore.optimized_sequence import merged_through, read_optimized_sequence
 from mixed_iceberg.exceptions import InvalidScanError, NoSuchSnapshotError, SnapshotExpiredError
-from mixed_iceberg.format import parse_base
+from mixed_iceberg.format import parse_base, parse_change
 from mixed_iceberg.merge.group import Settled, Tail, delete_columns, merge_group, needs_whole_rows
 from mixed_iceberg.merge.latest import LSN, keep_rows
 from mixed_iceberg.reader.file_reads import read_positional
 from mixed_iceberg.reader.filters import split_filter
 from mixed_iceberg.reader.groups import BaseFileInfo, ChangeFileInfo, FileGroup, group_files, keys_stay_in_partition
+from mixed_iceberg.reader.key_nodes import node_admits, pinned_key_hashes
 from mixed_iceberg.reader.merge_task import MergeTask
 from mixed_iceberg.reader.plan import ChangeFileRef, PartitionIndex, plan_change_files
 from mixed_iceberg.reader.read import base_lsn, is_maskable, read_base_keyed, read_base_rows, read_change_rows
-from mixed_iceberg.schema import selected_columns, top_level_names
+from mixed_iceberg.schema import arrow_schema, selected_columns, top_level_names
 from mixed_iceberg.store.equality_deletes import scan_with_equality_deletes
 from mixed_iceberg.store.manifests.live_files import live_files
 from mixed_iceberg.store.manifests.scan_tasks import plan_scan_tasks
@@ -79,6 +81,13 @@ def _require(module: str, extra: str) -> ModuleType:
         ) from exc
 
 
+def _field_type(schema: Schema, field_id: int) -> IcebergType | None:
+    try:
+        return schema.find_field(field_id).field_type
+    except ValueError:
+        return None
+
+
 class MixedScan:
     """A planned read of the latest state per key; ``to_arrow()`` runs it."""
 
@@ -109,10 +118,28 @@ class MixedScan:
         self._partitions = PartitionIndex()
         schema = table.schema()
         self.filter = split_filter(row_filter, schema, table.primary_key, case_sensitive)
+        #: The hashes of the keys a key-equality filter pins (None: any key): a point lookup
+        #: reads only the files of the tree nodes that hold them (reader/key_nodes.py).
+        self.key_hashes = self._pinned_key_hashes(schema)
         if snapshots is not None:
             self.change_snapshot, self.base_snapshot = snapshots
         else:
             self.change_snapshot, self.base_snapshot = self._snapshots(snapshot_id, base_snapshot_id, as_of_ms)
+
+    def _pinned_key_hashes(self, schema: Schema) -> npt.NDArray[np.int64] | None:
+        table = self.table
+        if table.change_store is None or isinstance(self.filter.keys, AlwaysTrue):
+            return None
+        # Files are placed by the hash of the key as it was typed when written: a key column
+        # whose type changed (int -> long hashes differently) may have rows in other nodes.
+        ids = [schema.find_field(name).field_id for name in table.primary_key]
+        current = [schema.find_field(i).field_type for i in ids]
+        for store in (table.base_store, table.change_store):
+            if any([_field_type(old, i) for i in ids] != current for old in store.metadata.schemas):
+                return None
+        return pinned_key_hashes(
+            self.filter.keys, schema, table.primary_key, arrow_schema(schema), case_sensitive=self.case_sensitive
+        )
 
     def _snapshots(
         self, snapshot_id: int | None, base_snapshot_id: int | None, as_of_ms: int | None = None
@@ -409,6 +436,8 @@ class MixedScan:
         planned = self._planned.get(id(row_filter))
         if planned is None:
             planned = plan_scan_tasks(self.table.base_store, self.base_snapshot, row_filter, case_sensitive=self.case_sensitive)
+            if self.key_hashes is not None:
+                planned = [t for t in planned if node_admits(parse_base(t.file.file_path).node, self.key_hashes)]
             self._planned[id(row_filter)] = planned
         return planned if group is None else [t for t in planned if t.file.file_path in group.base_paths]
 
@@ -483,4 +512,8 @@ class MixedScan:
                 to_sequence=self.change_to_sequence,
                 admit=self._admits_change_file(),
             )
+            if self.key_hashes is not None:
+                self._refs = [
+                    r for r in self._refs if node_admits(parse_change(r.path, r.sequence_number).node, self.key_hashes)
+                ]
         return self._refs if group is None else [r for r in self._refs if r.path in group.change_paths]

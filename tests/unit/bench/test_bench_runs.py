@@ -120,3 +120,16 @@ def test_dashboard_list_quick_run_lists_every_table_with_its_figures(tmp_path: P
     figures = {figure["name"]: figure for figure in run["figures"]}
     assert figures["list, every table: best"]["value"] is not None
     assert figures["list, every table: best"]["baseline"] is not None
+
+
+def test_point_lookup_quick_run_finds_every_key_and_plans_fewer_files(tmp_path: Path) -> None:
+    """``python -m bench.point_lookup --quick``: every lookup returns its one row (checked inside)
+    in both modes, and node pruning plans fewer files than the full plan of the same table."""
+    output = tmp_path / "point_lookup.json"
+    command = [sys.executable, "-m", "bench.point_lookup", "--quick", "--rows", "4000", "--lookups", "3"]
+    command += ["--output", str(output)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures = {f["name"]: f for f in json.loads(output.read_text())["figures"]}
+    planned = figures["files a lookup plans"]
+    assert planned["value"] < planned["baseline"]
