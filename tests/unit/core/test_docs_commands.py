@@ -144,6 +144,11 @@ RUN_BY: list[tuple[str, str | None, str]] = [
         "",
     ),
     (
+        r"python -m bench\.point_lookup",
+        "tests/unit/bench/test_bench_runs.py::test_point_lookup_quick_run_finds_every_key_and_plans_fewer_files",
+        "",
+    ),
+    (
         r"python -m bench\.format_core",
         "tests/unit/bench/test_bench_runs.py::test_format_core_quick_run_reports_every_figure_beside_its_baseline",
         "",
