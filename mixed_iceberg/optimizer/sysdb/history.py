@@ -7,6 +7,7 @@
   used over a window, running and waiting tasks, and its processes' outcomes.
 * :meth:`OperatorQueries.table_states`: per table, its group, status, last optimizing and failures
   (a few columns, for lists of thousands of tables).
+* :meth:`OperatorQueries.failed_tasks`: per group, its failed tasks.
 * :meth:`OperatorQueries.idle_optimizers`: per group, live optimizers with no task in flight.
 * :meth:`OperatorQueries.process_totals`: per table, type and status, how many processes the
   database records (the metrics' process counts).
@@ -134,6 +135,12 @@ class OperatorQueries(Connected):
             .group_by(OPTIMIZERS.c.group_name)
         )
         with self._read("idle_optimizers") as c:
+            return {group: int(n) for group, n in c.execute(query)}
+
+    def failed_tasks(self) -> dict[str, int]:
+        """Per group, its FAILED tasks the database records: one aggregate query."""
+        query = select(TASKS.c.group_name, func.count()).where(TASKS.c.status == TaskStatus.FAILED).group_by(TASKS.c.group_name)
+        with self._read("failed_tasks") as c:
             return {group: int(n) for group, n in c.execute(query)}
 
     def process_totals(self) -> dict[tuple[str, OptimizingType, ProcessStatus], int]:

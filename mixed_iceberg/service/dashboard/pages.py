@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from mixed_iceberg.config.kinds import TaskStatus
 from mixed_iceberg.optimizer.report import group_report, warnings
 from mixed_iceberg.optimizer.sysdb.records import ProcessHistory, now_ms
 from mixed_iceberg.optimizing.collect import collect
@@ -13,7 +12,7 @@ from mixed_iceberg.reports import describe_report, files_report, snapshots_repor
 from mixed_iceberg.service.catalogs import ServedCatalog
 from mixed_iceberg.service.dashboard.actions import ActionLog
 from mixed_iceberg.service.dashboard.lists import group_warning
-from mixed_iceberg.service.dashboard.source import Source
+from mixed_iceberg.service.dashboard.source import WINDOW_MS, Source
 
 __all__ = ["groups_page", "table_page"]
 
@@ -113,11 +112,16 @@ def groups_page(source: Source) -> dict[str, Any]:
     config, db = opened
     report = group_report(db, config)
     now = now_ms()
-    failed: dict[str, int] = {}
-    for task in db.tasks(status=TaskStatus.FAILED):
-        failed[task.group_name] = failed.get(task.group_name, 0) + 1
+    failed = db.failed_tasks()
+    stats = {s.runtime.table_id: s for s in db.table_stats(window_ms=WINDOW_MS)}
     for g in report:
         g["tasks_failed"] = failed.get(g["group"], 0)
+        for t in g["tables"]:
+            found = stats.get(t["table"])
+            # executor threads the table's tasks kept busy over the window, beside its quota (a share of one thread)
+            t["occupation"] = round(found.executor_ms / found.window_ms, 4) if found else 0.0
+            t["tasks_running"] = found.tasks_running if found else 0
+            t["tasks_waiting"] = found.tasks_waiting if found else 0
         g["warning"] = group_warning(g["group"], g["live_optimizers"], len(g["tables"]), g["tasks_pending"])
     optimizers = []
     for o in db.optimizers():

@@ -165,6 +165,10 @@ def test_groups_name_a_group_with_tables_and_no_live_optimizer(client: TestClien
     assert any("group lonely" in w and "no live optimizer" in w for w in page["warnings"])
     assert [o["live"] for o in page["optimizers"]] == [False]  # the optimizer stopped: listed, not live
     assert page["optimizers"][0]["heartbeat_age_ms"] >= 0
+    orders = next(t for t in groups["default"]["tables"] if t["table"] == "local.db.orders")
+    assert orders["quota"] == 0.5
+    assert 0 < orders["occupation"] <= 1  # its task ran within the last minute
+    assert groups["default"]["tasks_failed"] == 0
 
 
 def _act(client: TestClient, table: str, **body: Any) -> Any:

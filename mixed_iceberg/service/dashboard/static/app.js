@@ -297,9 +297,12 @@ async function groupsPage() {
       { key: "threads", label: "threads", num: true }, { key: "host", label: "host" }, { key: "pid", label: "pid", num: true },
       { key: "live", label: "live", cell: o => o.live ? "live" : "stopped" }, { label: "heartbeat age", cell: o => age(o.heartbeat_age_ms) }],
       r.optimizers, { attrs: { "data-table": "optimizers" }, rowAttrs: o => ({ "data-optimizer": o.optimizer }) }),
-    h("h3", {}, "Tables by group (quota)"),
+    h("h3", {}, "Tables by group: quota and occupation"),
     tableOf([{ key: "group", label: "group" }, { key: "table", label: "table" }, { key: "status", label: "status" },
-      { key: "quota", label: "quota", num: true }, { key: "failures", label: "failures", num: true }, { key: "last_error", label: "last error" }],
+      { key: "quota", label: "quota", num: true },
+      { key: "occupation", label: "threads used (1 min)", num: true }, { key: "tasks_running", label: "running tasks", num: true },
+      { key: "tasks_waiting", label: "waiting tasks", num: true },
+      { key: "failures", label: "failures", num: true }, { key: "last_error", label: "last error" }],
       r.groups.flatMap(g => g.tables.map(t => Object.assign({ group: g.group }, t)))),
   ];
 }
