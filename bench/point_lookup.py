@@ -44,7 +44,12 @@ def _table(root: Path, rows: int, buckets: int, commits: int, updates: int) -> M
     for commit in range(commits):
         keys = rng.choice(rows, updates, replace=False)
         batch = pa.table(
-            {"id": keys, "v": pa.array(["u"] * updates), "x": np.full(updates, float(commit + 1)), "_change_action": ["+U"] * updates}
+            {
+                "id": keys,
+                "v": pa.array(["u"] * updates),
+                "x": np.full(updates, float(commit + 1)),
+                "_change_action": ["+U"] * updates,
+            }
         )
         with table.new_transaction(("bench", commit)) as txn:
             txn.write(batch)

@@ -40,7 +40,9 @@ def _conjuncts(expr: BooleanExpression) -> list[BooleanExpression]:
     return [expr]
 
 
-def _pins(keys_filter: BooleanExpression, schema: Schema, primary_key: Sequence[str], case_sensitive: bool) -> dict[str, set[Any]] | None:
+def _pins(
+    keys_filter: BooleanExpression, schema: Schema, primary_key: Sequence[str], case_sensitive: bool
+) -> dict[str, set[Any]] | None:
     """Each key column's allowed values (None: some key column is not pinned)."""
     pins: dict[str, set[Any]] = {}
     for conjunct in _conjuncts(bind(schema, keys_filter, case_sensitive)):

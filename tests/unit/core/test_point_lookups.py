@@ -30,7 +30,9 @@ def _table(tmp_path: Path) -> MixedTable:
     table = local_catalog(tmp_path).create_table("db.orders", ORDERS_SCHEMA, primary_key=["id"], properties=BUCKETS)
     table.bulk_load(changes([("+I", k, "base", k, 1.0) for k in range(200)]).drop_columns(["_change_action"]))
     with table.new_transaction(("w", 1)) as txn:
-        txn.write(changes([("+U", k, "new", k, 2.0) for k in range(0, 200, 3)] + [("-D", k, "x", 0, 0.0) for k in range(1, 200, 7)]))
+        txn.write(
+            changes([("+U", k, "new", k, 2.0) for k in range(0, 200, 3)] + [("-D", k, "x", 0, 0.0) for k in range(1, 200, 7)])
+        )
     return table
 
 
