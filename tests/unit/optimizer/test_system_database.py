@@ -423,3 +423,9 @@ def test_operator_queries_give_a_tables_process_history_its_groups_queue_and_its
         ("local.db.t", OptimizingType.MINOR, ProcessStatus.SUCCESS): 1,
         ("local.db.t", OptimizingType.MINOR, ProcessStatus.RUNNING): 1,
     }
+    # The dashboard's table list: a few columns per table; failed tasks per group (none failed here).
+    (state,) = db.table_states()
+    assert (state.table_id, state.group_name, state.status, state.failures) == ("local.db.t", "g", TableStatus.MINOR, 0)
+    assert state.last_optimized_ms is not None
+    assert state.last_optimized_ms == stats.runtime.last_optimized_ms
+    assert db.failed_tasks() == {}
