@@ -37,7 +37,7 @@ from pyparsing import ParseException
 
 from mixed_iceberg.exceptions import InvalidFilterError
 
-__all__ = ["FILTER_EXAMPLE", "SplitFilter", "parse_filter", "split_filter"]
+__all__ = ["FILTER_EXAMPLE", "SplitFilter", "conjuncts", "parse_filter", "split_filter"]
 
 #: The shape of a filter, quoted in every syntax error.
 FILTER_EXAMPLE = "id < 100 AND cat = 'a'"
@@ -185,9 +185,10 @@ def parse_filter(
     return visit(bound, _Unbind(schema))
 
 
-def _conjuncts(expr: BooleanExpression) -> list[BooleanExpression]:
+def conjuncts(expr: BooleanExpression) -> list[BooleanExpression]:
+    """The conjuncts of ``expr`` (``a AND b AND c`` -> ``[a, b, c]``), bound or not."""
     if isinstance(expr, And):
-        return [*_conjuncts(expr.left), *_conjuncts(expr.right)]
+        return [*conjuncts(expr.left), *conjuncts(expr.right)]
     return [expr]
 
 
@@ -208,6 +209,6 @@ def split_filter(
         parse_filter(row_filter, schema, table=table, case_sensitive=case_sensitive) if row_filter is not None else AlwaysTrue()
     )
     key_ids = {schema.find_field(name).field_id for name in primary_key}
-    pushed = [c for c in _conjuncts(full) if extract_field_ids(bind(schema, c, True)) <= key_ids]
+    pushed = [c for c in conjuncts(full) if extract_field_ids(bind(schema, c, True)) <= key_ids]
     keys = reduce(And, pushed) if pushed else AlwaysTrue()
     return SplitFilter(full, keys)

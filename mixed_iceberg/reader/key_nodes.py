@@ -21,12 +21,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, BoundEqualTo, BoundIn
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression, BoundEqualTo, BoundIn
 from pyiceberg.expressions.visitors import bind
 from pyiceberg.schema import Schema
 
 from mixed_iceberg.format.javahash import key_hash
 from mixed_iceberg.format.tree import DataTreeNode
+from mixed_iceberg.reader.filters import conjuncts
 
 __all__ = ["MOST_KEYS", "node_admits", "pinned_key_hashes"]
 
@@ -34,18 +35,12 @@ __all__ = ["MOST_KEYS", "node_admits", "pinned_key_hashes"]
 MOST_KEYS = 4096
 
 
-def _conjuncts(expr: BooleanExpression) -> list[BooleanExpression]:
-    if isinstance(expr, And):
-        return [*_conjuncts(expr.left), *_conjuncts(expr.right)]
-    return [expr]
-
-
 def _pins(
     keys_filter: BooleanExpression, schema: Schema, primary_key: Sequence[str], case_sensitive: bool
 ) -> dict[str, set[Any]] | None:
     """Each key column's allowed values (None: some key column is not pinned)."""
     pins: dict[str, set[Any]] = {}
-    for conjunct in _conjuncts(bind(schema, keys_filter, case_sensitive)):
+    for conjunct in conjuncts(bind(schema, keys_filter, case_sensitive)):
         if isinstance(conjunct, BoundEqualTo):
             values = {conjunct.literal.value}
         elif isinstance(conjunct, BoundIn):

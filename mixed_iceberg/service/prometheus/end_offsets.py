@@ -58,8 +58,3 @@ class EndOffsets:
             assert self.bootstrap is not None
             self._client = KafkaLogStore(self.bootstrap, retry=RetryPolicy(timeout=TIMEOUT_SECONDS))
         return self._client
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
